@@ -1,0 +1,255 @@
+package swim
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Config configures a member. Start from DefaultLANConfig, DefaultWANConfig or
+// DefaultLocalConfig and change what you need; New calls Validate.
+type Config struct {
+	// Name identifies this member in the cluster; it must be unique and at
+	// most 255 bytes. Default: the host name.
+	Name string
+
+	// BindAddr is the IP address to listen on (UDP and TCP share one port).
+	// Default "0.0.0.0".
+	BindAddr string
+	// BindPort is the port to listen on; 0 picks a free port, which
+	// LocalMember then reports. Default 7946.
+	BindPort int
+	// AdvertiseAddr and AdvertisePort are the address peers use to reach
+	// this member when it differs from the bind address (NAT, 0.0.0.0).
+	// Empty and 0 mean: derive from the bound socket.
+	AdvertiseAddr string
+	AdvertisePort int
+
+	// Transport carries packets and streams. Nil means a NetTransport on
+	// BindAddr:BindPort.
+	Transport Transport
+
+	// Meta is this member's initial metadata, gossiped in alive messages;
+	// change it later with Memberlist.UpdateMeta.
+	Meta []byte
+	// MaxMetaSize bounds metadata. Default 512 bytes: metadata rides in every
+	// alive delta, so large values crowd out other deltas.
+	MaxMetaSize int
+
+	// ProbeInterval is the SWIM protocol period: one member is probed per
+	// interval (SWIM §3.1). Shorter detects faster and costs more traffic.
+	// Default 1s (LAN).
+	ProbeInterval time.Duration
+	// ProbeTimeout is how long a direct ping waits for its ack before the
+	// indirect probes start. It should exceed the network's RTT p99.
+	// Default 500ms (LAN).
+	ProbeTimeout time.Duration
+	// IndirectChecks is k, the number of members asked to ping a silent
+	// target (SWIM §3.1). More tolerates more loss on the path to the
+	// target, at k·2 packets per failed probe. Default 3.
+	IndirectChecks int
+	// SuspicionMult scales the suspicion timeout:
+	// SuspicionMult·max(1, log10 N)·ProbeInterval (SWIM §4.2). Larger gives
+	// a suspected member longer to refute. Default 4.
+	SuspicionMult int
+	// SuspicionMaxTimeoutMult bounds the suspicion timeout before
+	// confirmations shorten it (Lifeguard §IV-B): Max = this·Min. Default 6.
+	SuspicionMaxTimeoutMult int
+	// RetransmitMult sets how many times each delta is piggybacked:
+	// RetransmitMult·ceil(log10(N+1)). Default 4.
+	RetransmitMult int
+	// GossipInterval is how often pending deltas are sent to GossipNodes
+	// random members, besides riding on probes. 0 disables that gossip.
+	// Default 200ms (LAN).
+	GossipInterval time.Duration
+	// GossipNodes is how many members each gossip round targets. Default 3.
+	GossipNodes int
+	// GossipToDeadTime is how long a member declared dead still receives
+	// gossip, so it can learn it was declared dead and refute. Default 30s.
+	GossipToDeadTime time.Duration
+	// PushPullInterval is how often this member exchanges full state with a
+	// random member (anti-entropy). It is scaled up for large clusters to
+	// keep the cost per member bounded. 0 disables it. Default 30s.
+	PushPullInterval time.Duration
+	// ReconnectInterval is how often this member tries to reach one member
+	// it declared dead (or the seeds, when it is alone) with a push-pull, so
+	// that a healed partition merges again without operator action. 0
+	// disables it. Default 10s.
+	ReconnectInterval time.Duration
+	// ReconnectTimeout is how long a dead member (and the seeds) are
+	// retried before being forgotten. Default 6h (LAN).
+	ReconnectTimeout time.Duration
+	// StreamTimeout bounds one TCP exchange (join, push-pull). Default 10s.
+	StreamTimeout time.Duration
+	// PacketBudget is the most bytes of one UDP packet, deltas included.
+	// Default 1400, under a typical 1500-byte MTU.
+	PacketBudget int
+	// BroadcastQueueLimit bounds the pending deltas; past it the deltas
+	// sent most often are dropped (and counted). Default 4096.
+	BroadcastQueueLimit int
+	// MaxConcurrentStreams bounds inbound and outbound TCP exchanges in
+	// flight; more are refused (and counted). Default 32.
+	MaxConcurrentStreams int
+	// EventBuffer bounds the events waiting for the Events handler; past it
+	// events are dropped, counted and logged. Default 1024.
+	EventBuffer int
+
+	// Events receives membership events on a goroutine of its own, in order.
+	// Nil discards them.
+	Events EventHandler
+	// Logger receives diagnostics. Nil means zap.NewNop().
+	Logger *zap.Logger
+}
+
+// DefaultLANConfig returns settings for members on one local network
+// (RTT well under 1ms, rare loss).
+func DefaultLANConfig() *Config {
+	host, _ := os.Hostname()
+	return &Config{
+		Name:                    host,
+		BindAddr:                "0.0.0.0",
+		BindPort:                7946,
+		MaxMetaSize:             512,
+		ProbeInterval:           time.Second,
+		ProbeTimeout:            500 * time.Millisecond,
+		IndirectChecks:          3,
+		SuspicionMult:           4,
+		SuspicionMaxTimeoutMult: 6,
+		RetransmitMult:          4,
+		GossipInterval:          200 * time.Millisecond,
+		GossipNodes:             3,
+		GossipToDeadTime:        30 * time.Second,
+		PushPullInterval:        30 * time.Second,
+		ReconnectInterval:       10 * time.Second,
+		ReconnectTimeout:        6 * time.Hour,
+		StreamTimeout:           10 * time.Second,
+		PacketBudget:            1400,
+		BroadcastQueueLimit:     4096,
+		MaxConcurrentStreams:    32,
+		EventBuffer:             1024,
+	}
+}
+
+// DefaultWANConfig returns settings for members spread across data centers
+// (RTT up to a few hundred ms, more loss).
+func DefaultWANConfig() *Config {
+	c := DefaultLANConfig()
+	c.ProbeInterval = 5 * time.Second
+	c.ProbeTimeout = 3 * time.Second
+	c.SuspicionMult = 6
+	c.GossipInterval = 500 * time.Millisecond
+	c.GossipNodes = 4
+	c.GossipToDeadTime = 60 * time.Second
+	c.PushPullInterval = 60 * time.Second
+	c.ReconnectInterval = 30 * time.Second
+	c.ReconnectTimeout = 24 * time.Hour
+	c.StreamTimeout = 30 * time.Second
+	return c
+}
+
+// DefaultLocalConfig returns settings for members on one host or a fast,
+// reliable network: quicker detection, less tolerance.
+func DefaultLocalConfig() *Config {
+	c := DefaultLANConfig()
+	c.BindAddr = "127.0.0.1"
+	c.ProbeInterval = 200 * time.Millisecond
+	c.ProbeTimeout = 100 * time.Millisecond
+	c.SuspicionMult = 3
+	c.GossipInterval = 100 * time.Millisecond
+	c.GossipToDeadTime = 15 * time.Second
+	c.PushPullInterval = 15 * time.Second
+	c.ReconnectInterval = 2 * time.Second
+	c.ReconnectTimeout = time.Hour
+	c.StreamTimeout = 5 * time.Second
+	return c
+}
+
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("swim: invalid config: %s %s", e.Field, e.Reason)
+}
+
+// ErrInvalidConfig is matched (errors.Is) by every *ConfigError.
+var ErrInvalidConfig = errors.New("swim: invalid config")
+
+// Is makes errors.Is(err, ErrInvalidConfig) hold for every ConfigError.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Validate reports the first field that makes no sense, naming it.
+func (c *Config) Validate() error {
+	bad := func(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+	switch {
+	case c.Name == "":
+		return bad("Name", "is empty")
+	case len(c.Name) > wire.MaxNameLen:
+		return bad("Name", fmt.Sprintf("is %d bytes, over %d", len(c.Name), wire.MaxNameLen))
+	case c.BindPort < 0 || c.BindPort > 65535:
+		return bad("BindPort", fmt.Sprintf("%d is not a port", c.BindPort))
+	case c.AdvertisePort < 0 || c.AdvertisePort > 65535:
+		return bad("AdvertisePort", fmt.Sprintf("%d is not a port", c.AdvertisePort))
+	case c.MaxMetaSize < 0 || c.MaxMetaSize > wire.MaxMetaLen:
+		return bad("MaxMetaSize", fmt.Sprintf("must be 0..%d, is %d", wire.MaxMetaLen, c.MaxMetaSize))
+	case len(c.Meta) > c.MaxMetaSize:
+		return bad("Meta", fmt.Sprintf("is %d bytes, over MaxMetaSize %d", len(c.Meta), c.MaxMetaSize))
+	case c.ProbeInterval <= 0:
+		return bad("ProbeInterval", "must be positive")
+	case c.ProbeTimeout <= 0:
+		return bad("ProbeTimeout", "must be positive")
+	case c.ProbeTimeout >= c.ProbeInterval:
+		return bad("ProbeTimeout", fmt.Sprintf("(%v) must be shorter than ProbeInterval (%v)", c.ProbeTimeout, c.ProbeInterval))
+	case c.IndirectChecks < 0:
+		return bad("IndirectChecks", "must not be negative")
+	case c.SuspicionMult < 1:
+		return bad("SuspicionMult", "must be at least 1")
+	case c.SuspicionMaxTimeoutMult < 1:
+		return bad("SuspicionMaxTimeoutMult", "must be at least 1")
+	case c.RetransmitMult < 1:
+		return bad("RetransmitMult", "must be at least 1")
+	case c.GossipInterval < 0:
+		return bad("GossipInterval", "must not be negative")
+	case c.GossipNodes < 0:
+		return bad("GossipNodes", "must not be negative")
+	case c.GossipInterval > 0 && c.GossipNodes == 0:
+		return bad("GossipNodes", "must be positive when GossipInterval is set")
+	case c.GossipToDeadTime < 0:
+		return bad("GossipToDeadTime", "must not be negative")
+	case c.PushPullInterval < 0:
+		return bad("PushPullInterval", "must not be negative")
+	case c.ReconnectInterval < 0:
+		return bad("ReconnectInterval", "must not be negative")
+	case c.ReconnectTimeout < 0:
+		return bad("ReconnectTimeout", "must not be negative")
+	case c.StreamTimeout <= 0:
+		return bad("StreamTimeout", "must be positive")
+	case c.PacketBudget < 512 || c.PacketBudget > wire.MaxPacketSize:
+		return bad("PacketBudget", fmt.Sprintf("must be 512..%d, is %d", wire.MaxPacketSize, c.PacketBudget))
+	case c.BroadcastQueueLimit < 1:
+		return bad("BroadcastQueueLimit", "must be at least 1")
+	case c.MaxConcurrentStreams < 1:
+		return bad("MaxConcurrentStreams", "must be at least 1")
+	case c.EventBuffer < 1:
+		return bad("EventBuffer", "must be at least 1")
+	}
+	if c.BindAddr != "" {
+		if _, err := netip.ParseAddr(c.BindAddr); err != nil {
+			return bad("BindAddr", fmt.Sprintf("%q is not an IP address", c.BindAddr))
+		}
+	}
+	if c.AdvertiseAddr != "" {
+		if _, err := netip.ParseAddr(c.AdvertiseAddr); err != nil {
+			return bad("AdvertiseAddr", fmt.Sprintf("%q is not an IP address", c.AdvertiseAddr))
+		}
+	}
+	return nil
+}

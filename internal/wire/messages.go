@@ -1,0 +1,132 @@
+// Package wire defines swim's messages and their encoding on the network.
+//
+// A packet is one version byte, one type byte, then the message body encoded
+// with msgpack. Bodies encode as msgpack arrays (not maps of field names):
+// every byte saved in a membership delta lets more deltas ride in one UDP
+// packet. A compound packet carries several messages: its body is a msgpack
+// array of bin items, each item a type byte followed by a msgpack body (a
+// "frame"). Streams (TCP) carry packets prefixed by a 4-byte big-endian length.
+package wire
+
+// Version is the protocol version written as the first byte of every packet.
+const Version byte = 1
+
+// Type identifies a message.
+type Type uint8
+
+// Message types. Values are part of the wire format: never renumber.
+const (
+	TypePing     Type = 1
+	TypePingReq  Type = 2
+	TypeAck      Type = 3
+	TypeNack     Type = 4
+	TypeAlive    Type = 5
+	TypeSuspect  Type = 6
+	TypeDead     Type = 7
+	TypePushPull Type = 8
+	TypeCompound Type = 9
+)
+
+// Limits enforced by every decoder.
+const (
+	// MaxPacketSize bounds a UDP packet (the largest IPv4 UDP payload).
+	MaxPacketSize = 65507
+	// MaxStreamMessageSize bounds one message on a stream (a push-pull of
+	// tens of thousands of members fits).
+	MaxStreamMessageSize = 32 << 20
+	// MaxCompoundParts bounds the messages in one compound packet.
+	MaxCompoundParts = 255
+	// MaxNameLen bounds a member name.
+	MaxNameLen = 255
+	// MaxMetaLen bounds member metadata on the wire (configs may set less).
+	MaxMetaLen = 64 << 10
+	// MaxPushPullMembers bounds the member states in one push-pull.
+	MaxPushPullMembers = 1 << 20
+)
+
+// Message is implemented by every message type.
+type Message interface {
+	Type() Type
+}
+
+// Ping asks Target to answer with an Ack carrying Seq (SWIM §3.1).
+type Ping struct {
+	Seq    uint32
+	Target string // name the sender expects to answer; a different member at that address stays silent
+	From   string // name of the sender
+}
+
+// PingReq asks the receiver to ping Target on the sender's behalf and relay
+// the ack (SWIM §3.1 indirect probe).
+type PingReq struct {
+	Seq        uint32 // the requester's sequence number, echoed in the relayed Ack or Nack
+	Target     string
+	TargetAddr []byte // netip.AddrPort binary form, see EncodeAddr
+	From       string
+}
+
+// Ack answers a Ping or relays an indirect probe's success.
+type Ack struct {
+	Seq uint32
+}
+
+// Nack tells a ping-req requester that the relay could not reach the target
+// in time (Lifeguard §IV-A).
+type Nack struct {
+	Seq uint32
+}
+
+// Alive announces a member at an incarnation, with its address and metadata.
+type Alive struct {
+	Name        string
+	Addr        []byte
+	Incarnation uint64
+	Meta        []byte
+}
+
+// Suspect says From suspects Name at Incarnation (SWIM §4.2).
+type Suspect struct {
+	Name        string
+	Incarnation uint64
+	From        string
+}
+
+// Dead says From declared Name dead at Incarnation; Left marks a graceful
+// leave announced by the member itself.
+type Dead struct {
+	Name        string
+	Incarnation uint64
+	From        string
+	Left        bool
+}
+
+// MemberState is one member's full state in a push-pull exchange.
+type MemberState struct {
+	Name        string
+	Addr        []byte
+	Incarnation uint64
+	State       uint8 // 0 alive, 1 suspect, 2 dead, 3 left
+	Meta        []byte
+}
+
+// PushPull carries the sender's whole membership view (anti-entropy and join).
+type PushPull struct {
+	From    string
+	Join    bool
+	Members []MemberState
+}
+
+// Compound carries several frames (type byte + msgpack body) in one packet.
+type Compound struct {
+	Frames [][]byte
+}
+
+func (*Ping) Type() Type     { return TypePing }
+func (*PingReq) Type() Type  { return TypePingReq }
+func (*Ack) Type() Type      { return TypeAck }
+func (*Nack) Type() Type     { return TypeNack }
+func (*Alive) Type() Type    { return TypeAlive }
+func (*Suspect) Type() Type  { return TypeSuspect }
+func (*Dead) Type() Type     { return TypeDead }
+func (*PushPull) Type() Type { return TypePushPull }
+func (*Compound) Type() Type { return TypeCompound }

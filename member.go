@@ -1,0 +1,99 @@
+package swim
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// State is a member's liveness as one member sees it.
+type State uint8
+
+// Member states. Values are part of the wire format (push-pull): never renumber.
+const (
+	// StateAlive: the member answers probes (or refuted every suspicion).
+	StateAlive State = 0
+	// StateSuspect: a probe failed; the member has a window to refute (SWIM §4.2).
+	StateSuspect State = 1
+	// StateDead: the suspicion timed out; the member is considered failed.
+	StateDead State = 2
+	// StateLeft: the member announced a graceful leave.
+	StateLeft State = 3
+)
+
+func (s State) String() string {
+	switch s {
+	case StateAlive:
+		return "alive"
+	case StateSuspect:
+		return "suspect"
+	case StateDead:
+		return "dead"
+	case StateLeft:
+		return "left"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Member is one member of the cluster as seen locally. Values returned by
+// the API are copies: changing them changes nothing.
+type Member struct {
+	Name        string
+	Addr        netip.AddrPort
+	Meta        []byte
+	State       State
+	Incarnation uint64
+}
+
+// EventKind says what happened to a member.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EventJoin: a member was seen alive for the first time (or again after
+	// it had been declared dead or had left).
+	EventJoin EventKind = iota + 1
+	// EventLeave: a member was declared dead (Member.State == StateDead) or
+	// left gracefully (StateLeft).
+	EventLeave
+	// EventSuspect: a member became suspect.
+	EventSuspect
+	// EventAlive: a suspect member refuted the suspicion.
+	EventAlive
+	// EventUpdate: a live member changed its metadata or address.
+	EventUpdate
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventJoin:
+		return "join"
+	case EventLeave:
+		return "leave"
+	case EventSuspect:
+		return "suspect"
+	case EventAlive:
+		return "alive"
+	case EventUpdate:
+		return "update"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is one membership change. Member is the member's state after it.
+type Event struct {
+	Kind   EventKind
+	Member Member
+}
+
+// EventHandler receives membership events. Memberlist calls HandleEvent on a
+// goroutine of its own, one event at a time, in order; it may call any
+// Memberlist method.
+type EventHandler interface {
+	HandleEvent(Event)
+}
+
+// EventFunc adapts a function to EventHandler.
+type EventFunc func(Event)
+
+// HandleEvent calls f(e).
+func (f EventFunc) HandleEvent(e Event) { f(e) }
