@@ -96,6 +96,22 @@ type Config struct {
 	// MaxConcurrentStreams bounds inbound and outbound TCP exchanges in
 	// flight; more are refused (and counted). Default 32.
 	MaxConcurrentStreams int
+	// BuddyPing makes a ping to a member held suspect carry the suspicion,
+	// so the member refutes at once (Lifeguard §IV-C). Default true.
+	BuddyPing bool
+	// FinalCheck makes a member ping a suspect once more, carrying the
+	// suspicion, before declaring it dead (Apache Geode's final check); an
+	// answer restarts the suspicion instead, and the refutation the ping
+	// provokes normally ends it. It adds at most ProbeTimeout to detection
+	// and turns a refutation lost to packet loss into no false death.
+	// Default true.
+	FinalCheck bool
+
+	// TCPChecks makes the final check also ping the suspect over TCP, for
+	// networks that drop UDP or lose the one packet that matters; the
+	// reply carries the member's current incarnation. Default true.
+	TCPChecks bool
+
 	// EventBuffer bounds the events waiting for the Events handler; past it
 	// events are dropped, counted and logged. Default 1024.
 	EventBuffer int
@@ -133,6 +149,9 @@ func DefaultLANConfig() *Config {
 		BroadcastQueueLimit:     4096,
 		MaxConcurrentStreams:    32,
 		EventBuffer:             1024,
+		BuddyPing:               true,
+		FinalCheck:              true,
+		TCPChecks:               true,
 	}
 }
 

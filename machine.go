@@ -1,9 +1,15 @@
 package swim
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/swim-go/swim/internal/wire"
 )
 
 // Machine is the pure protocol core of one member: SWIM probing, suspicion,
@@ -63,4 +69,366 @@ func NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time)
 	m := &Machine{}
 	m.init(cfg, addr, rng, now)
 	return m, nil
+}
+
+// memberState is one entry of the member table.
+type memberState struct {
+	Member
+	stateChange time.Time // when State last changed
+	liveIdx     int       // index in machineState.live, -1 when not live
+}
+
+func (s *memberState) live() bool { return s.State == StateAlive || s.State == StateSuspect }
+
+// reconnectEntry remembers a member declared dead after it left the table,
+// so that it can be contacted again when a partition heals.
+type reconnectEntry struct {
+	name  string
+	addr  netip.AddrPort
+	since time.Time
+}
+
+type streamKind uint8
+
+const (
+	streamJoin streamKind = iota + 1
+	streamPushPull
+	streamReconnect
+	streamPing
+)
+
+// machineState is the Machine's private state; it is owned by one goroutine.
+type machineState struct {
+	cfg  *Config
+	rng  *rand.Rand
+	self *memberState
+
+	members map[string]*memberState
+	byAddr  map[netip.AddrPort]*memberState
+	// live holds the alive and suspect members other than this one, for
+	// O(1) random choice; each entry knows its index.
+	live []*memberState
+	// dead holds members declared dead or left that are still in the table,
+	// in the order they died, until GossipToDeadTime passes.
+	dead      []*memberState
+	reconnect []reconnectEntry
+	version   uint64
+
+	// probing (probe.go)
+	probeOrder []*memberState
+	probeNext  int
+	nextProbe  time.Time
+	probe      *probeRound
+	seq        uint32
+	relays     map[uint32]*relay
+	relayFIFO  []*relay
+
+	// suspicion (suspicion.go)
+	suspicions  map[string]*suspicion
+	suspHeap    suspicionHeap
+	finalChecks map[uint32]*finalCheck
+	finalFIFO   []*finalCheck
+
+	// dissemination (broadcast.go)
+	bq         *broadcastQueue
+	nextGossip time.Time
+
+	// anti-entropy and join (pushpull.go)
+	streams       map[uint64]streamKind
+	streamChecks  map[uint64]*finalCheck // TCP pings of final checks in flight
+	streamID      uint64
+	nextPushPull  time.Time
+	joinFollowUps int // extra early push-pulls left after a join
+	nextReconnect time.Time
+	seeds         []netip.AddrPort
+	seedsUntil    time.Time
+
+	leaveBroadcast *broadcast
+
+	out   Ready
+	stats Stats
+	// scratch buffers reused between packets
+	frames      [][]byte
+	pickScratch []*memberState
+}
+
+func (m *Machine) init(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time) {
+	m.cfg = cfg
+	m.rng = rng
+	m.members = make(map[string]*memberState)
+	m.byAddr = make(map[netip.AddrPort]*memberState)
+	m.relays = make(map[uint32]*relay)
+	m.suspicions = make(map[string]*suspicion)
+	m.finalChecks = make(map[uint32]*finalCheck)
+	m.streams = make(map[uint64]streamKind)
+	m.streamChecks = make(map[uint64]*finalCheck)
+	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit)
+	m.self = &memberState{
+		Member:      Member{Name: cfg.Name, Addr: addr, Meta: cloneBytes(cfg.Meta), State: StateAlive},
+		stateChange: now,
+		liveIdx:     -1,
+	}
+	m.members[cfg.Name] = m.self
+	m.byAddr[addr] = m.self
+	m.version = 1
+	// Spread the periodic work of members started together over one
+	// interval, so they do not probe and exchange state in lockstep.
+	m.nextProbe = now.Add(m.jitter(cfg.ProbeInterval))
+	m.nextGossip = now
+	if cfg.PushPullInterval > 0 {
+		m.nextPushPull = now.Add(cfg.PushPullInterval/2 + m.jitter(cfg.PushPullInterval))
+	}
+	if cfg.ReconnectInterval > 0 {
+		m.nextReconnect = now.Add(m.jitter(cfg.ReconnectInterval) + cfg.ReconnectInterval/2)
+	}
+}
+
+// jitter returns a uniformly random duration in [0, d).
+func (m *Machine) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(m.rng.Int64N(int64(d)))
+}
+
+func cloneBytes(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// Ready returns and clears the outputs accumulated so far.
+func (m *Machine) Ready() Ready {
+	r := m.out
+	m.out = Ready{}
+	return r
+}
+
+// Version increases whenever the member table changes, so a driver can
+// refresh its snapshot only then.
+func (m *Machine) Version() uint64 { return m.version }
+
+// Stats returns the counters.
+func (m *Machine) Stats() Stats {
+	s := m.stats
+	s.BroadcastsDropped = m.bq.dropped
+	return s
+}
+
+// LocalMember returns this member.
+func (m *Machine) LocalMember() Member { return m.self.export() }
+
+// NumMembers counts the live (alive or suspect) members, this one included
+// while it has not left.
+func (m *Machine) NumMembers() int {
+	if m.self.live() {
+		return len(m.live) + 1
+	}
+	return len(m.live)
+}
+
+// Member returns the named member as this one sees it.
+func (m *Machine) Member(name string) (Member, bool) {
+	s, ok := m.members[name]
+	if !ok {
+		return Member{}, false
+	}
+	return s.export(), true
+}
+
+// Members returns every member in the table, this one included, dead and
+// left ones not yet forgotten included, sorted by name.
+func (m *Machine) Members() []Member {
+	out := make([]Member, 0, len(m.members))
+	for _, s := range m.members {
+		out = append(out, s.export())
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (s *memberState) export() Member {
+	mem := s.Member
+	mem.Meta = cloneBytes(s.Meta)
+	return mem
+}
+
+// NextDeadline is when Tick must next be called; zero means no timer is
+// armed. It may be in the past, meaning: now.
+func (m *Machine) NextDeadline() time.Time {
+	var d time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
+			d = t
+		}
+	}
+	if m.self.State == StateAlive {
+		earliest(m.nextProbe)
+	}
+	if p := m.probe; p != nil {
+		if !p.indirect {
+			earliest(p.timeoutAt)
+		}
+		earliest(p.endAt)
+	}
+	if len(m.relayFIFO) > 0 {
+		earliest(m.relayFIFO[0].expires)
+	}
+	if len(m.suspHeap) > 0 {
+		earliest(m.suspHeap[0].deadline)
+	}
+	if len(m.finalFIFO) > 0 {
+		earliest(m.finalFIFO[0].expires)
+	}
+	if m.bq.Len() > 0 && m.cfg.GossipInterval > 0 && m.gossipTargets() > 0 {
+		earliest(m.nextGossip)
+	}
+	if len(m.live) > 0 && m.self.State == StateAlive {
+		earliest(m.nextPushPull)
+	}
+	if m.self.State == StateAlive && m.reconnectWanted() {
+		earliest(m.nextReconnect)
+	}
+	if len(m.dead) > 0 {
+		earliest(m.dead[0].stateChange.Add(m.cfg.GossipToDeadTime))
+	}
+	if len(m.reconnect) > 0 {
+		earliest(m.reconnect[0].since.Add(m.cfg.ReconnectTimeout))
+	}
+	return d
+}
+
+// Tick fires every timer due at now.
+func (m *Machine) Tick(now time.Time) {
+	m.expireRelays(now)
+	m.tickProbe(now)
+	m.expireFinalChecks(now)
+	m.expireSuspicions(now)
+	m.tickGossip(now)
+	m.tickPushPull(now)
+	m.tickReconnect(now)
+	m.reap(now)
+}
+
+// HandlePacket processes one received UDP packet from the given address.
+// A malformed packet is dropped, counted, and reported as an error.
+func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) error {
+	m.stats.PacketsReceived++
+	m.stats.BytesReceived += uint64(len(data))
+	msgs, err := wire.DecodePacket(data)
+	if err != nil {
+		m.stats.PacketsDropped++
+		return fmt.Errorf("swim: packet from %s: %w", from, err)
+	}
+	for _, msg := range msgs {
+		switch msg := msg.(type) {
+		case *wire.Ping:
+			m.handlePing(now, from, msg)
+		case *wire.PingReq:
+			m.handlePingReq(now, from, msg)
+		case *wire.Ack:
+			m.handleAck(now, from, msg)
+		case *wire.Nack:
+			m.handleNack(now, from, msg)
+		case *wire.Alive:
+			m.handleAlive(now, msg, mergeGossip)
+		case *wire.Suspect:
+			m.handleSuspect(now, msg)
+		case *wire.Dead:
+			m.handleDead(now, msg)
+		default:
+			// A push-pull belongs on a stream, a compound was flattened.
+			m.stats.PacketsDropped++
+			return fmt.Errorf("swim: packet from %s: unexpected %T", from, msg)
+		}
+	}
+	return nil
+}
+
+// send queues a packet carrying msg and as many pending deltas as fit
+// (SWIM §4: dissemination piggybacks on failure-detection traffic).
+func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
+	frame, err := wire.AppendFrame(nil, msg)
+	if err != nil {
+		// Our own messages are built within the wire limits; failing here
+		// is a bug, not a network condition.
+		panic(fmt.Sprintf("swim: encode %T: %v", msg, err))
+	}
+	m.frames = append(m.frames[:0], frame)
+	budget := m.cfg.PacketBudget - wire.CompoundHeaderMax - len(frame) - wire.FrameOverheadMax
+	if ping, ok := msg.(*wire.Ping); ok && m.cfg.BuddyPing {
+		// Lifeguard §IV-C (buddy system): a ping to a member we hold
+		// suspect carries the suspicion, so the member learns of it at
+		// once and refutes on its ack, instead of waiting for gossip.
+		if s, ok := m.members[ping.Target]; ok && s.State == StateSuspect && s.Addr == to {
+			if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: s.Name, Incarnation: s.Incarnation, From: m.self.Name}); err == nil {
+				m.frames = append(m.frames, f)
+				budget -= len(f) + wire.FrameOverheadMax
+			}
+		}
+	}
+	m.frames, _ = m.bq.take(m.frames, budget, m.retransmitLimit())
+	m.emit(to, m.frames)
+}
+
+// sendGossip queues a packet of pending deltas alone; it reports false when
+// there was nothing to send.
+func (m *Machine) sendGossip(to netip.AddrPort) bool {
+	m.frames, _ = m.bq.take(m.frames[:0], m.cfg.PacketBudget-wire.CompoundHeaderMax, m.retransmitLimit())
+	if len(m.frames) == 0 {
+		return false
+	}
+	m.emit(to, m.frames)
+	return true
+}
+
+func (m *Machine) emit(to netip.AddrPort, frames [][]byte) {
+	data := wire.AppendCompound(nil, frames)
+	m.out.Packets = append(m.out.Packets, Packet{To: to, Data: data})
+	m.stats.PacketsSent++
+	m.stats.BytesSent += uint64(len(data))
+	// The frames slice is reused; drop references to delta bytes.
+	clear(frames)
+}
+
+// retransmitLimit is how many times a delta is piggybacked:
+// RetransmitMult·ceil(log10(N+1)) (memberlist's rule; SWIM §4.1 shows
+// O(log N) rounds suffice).
+func (m *Machine) retransmitLimit() int {
+	n := float64(m.NumMembers() + 1)
+	return m.cfg.RetransmitMult * max(2, int(math.Ceil(math.Log10(n))))
+}
+
+// queueBroadcast encodes msg and queues it for dissemination about name.
+func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
+	frame, err := wire.AppendFrame(nil, msg)
+	if err != nil {
+		panic(fmt.Sprintf("swim: encode %T: %v", msg, err))
+	}
+	return m.bq.queue(name, frame)
+}
+
+// event records a membership event for the driver.
+func (m *Machine) event(kind EventKind, s *memberState) {
+	m.out.Events = append(m.out.Events, Event{Kind: kind, Member: s.export()})
+}
+
+// Stats are cumulative counters of one member.
+type Stats struct {
+	PacketsSent, PacketsReceived uint64
+	BytesSent, BytesReceived     uint64
+	PacketsDropped               uint64 // malformed or unknown
+	Probes, ProbesFailed         uint64
+	PingReqsSent, PingReqsServed uint64
+	SuspicionsRaised             uint64
+	Refutations                  uint64
+	Reasserts                    uint64 // stale accusations answered with our current alive
+	DeathsDeclared               uint64
+	FinalChecks                  uint64 // suspects pinged once more before being declared dead
+	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
+	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit
+	PushPulls, PushPullsFailed   uint64
+	TCPPings, TCPPingsFailed     uint64
+	Reconnects                   uint64
 }

@@ -2,9 +2,15 @@ package swim
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Transport carries swim's traffic: unreliable packets (UDP-like) for probes
@@ -31,4 +37,469 @@ type IncomingPacket struct {
 	From netip.AddrPort
 	Data []byte
 	At   time.Time // when it was read off the socket
+}
+
+// NetTransportConfig configures a NetTransport. The zero value is usable: it
+// listens on 0.0.0.0 on a free port.
+type NetTransportConfig struct {
+	// BindAddr is the IP address to listen on; "" means "0.0.0.0". The
+	// sockets are of BindAddr's family only: "::" listens on IPv6 alone.
+	BindAddr string
+	// BindPort is the port to listen on; UDP and TCP share it. 0 picks a
+	// port that is free for both.
+	BindPort int
+	// AdvertiseAddr is the IP address peers use to reach this member. ""
+	// means BindAddr, or, when BindAddr is unspecified (0.0.0.0 or ::), the
+	// first global unicast address of the same family on an up, non-loopback
+	// interface, falling back to loopback.
+	AdvertiseAddr string
+	// AdvertisePort is the port peers use to reach this member; 0 means the
+	// bound port.
+	AdvertisePort int
+	// PacketBuffer is the capacity of the Packets channel. A packet that
+	// arrives while it is full is dropped and counted (PacketsDropped):
+	// the reader never waits for a slow consumer. Default 1024.
+	PacketBuffer int
+	// MaxConcurrentStreams is the capacity of the Streams channel: the most
+	// accepted streams waiting for the consumer. A stream accepted while it
+	// is full is closed at once and counted (StreamsRefused). The transport
+	// cannot see when the consumer is done with a stream, so the consumer
+	// bounds how many it handles at once. Default 32.
+	MaxConcurrentStreams int
+	// Logger receives diagnostics. Nil means zap.NewNop().
+	Logger *zap.Logger
+}
+
+// NetTransportStats counts what a NetTransport did. Each field is read
+// atomically, but the fields are not a consistent snapshot of one instant.
+type NetTransportStats struct {
+	// PacketsReceived counts packets read off the socket, dropped ones
+	// included.
+	PacketsReceived uint64
+	// PacketsDropped counts received packets discarded because the Packets
+	// channel was full.
+	PacketsDropped uint64
+	// PacketsSent counts packets WriteTo handed to the socket.
+	PacketsSent uint64
+	// SendErrors counts WriteTo calls that failed.
+	SendErrors uint64
+	// ReadErrors counts failed reads from the UDP socket, other than the
+	// one that ends the reader at Close.
+	ReadErrors uint64
+	// StreamsAccepted counts accepted streams delivered on Streams.
+	StreamsAccepted uint64
+	// StreamsRefused counts accepted streams closed at once because Streams
+	// was full.
+	StreamsRefused uint64
+	// AcceptErrors counts failed accepts, other than the one that ends the
+	// acceptor at Close.
+	AcceptErrors uint64
+}
+
+const (
+	defaultPacketBuffer         = 1024
+	defaultMaxConcurrentStreams = 32
+
+	// udpReadBufferSize holds the largest datagram UDP can carry, so no
+	// packet is silently truncated.
+	udpReadBufferSize = 65535
+	// socketReceiveBuffer is asked of the kernel so that bursts of gossip
+	// survive a briefly descheduled reader; the kernel may grant less.
+	socketReceiveBuffer = 2 << 20
+	// packetWriteTimeout bounds how long WriteTo waits for room in the
+	// socket's send buffer. Past it the packet is lost, which the protocol
+	// tolerates better than a stalled caller.
+	packetWriteTimeout = 50 * time.Millisecond
+	// bindAttempts is how many random ports are tried when BindPort is 0,
+	// since the port UDP got may be taken for TCP.
+	bindAttempts = 10
+	// Repeated read or accept errors (say, out of file descriptors) are
+	// retried with a growing pause, so a persistent failure does not spin
+	// a CPU or flood the log.
+	minErrorPause = 5 * time.Millisecond
+	maxErrorPause = time.Second
+)
+
+// NetTransport is the Transport over real sockets: UDP for packets and TCP
+// for streams, on one port. It starts two goroutines, a UDP reader and a TCP
+// acceptor, both of which end in Close.
+type NetTransport struct {
+	udp       *net.UDPConn
+	tcp       *net.TCPListener
+	advertise netip.AddrPort
+	log       *zap.Logger
+
+	packets chan IncomingPacket
+	streams chan net.Conn
+
+	// lifetime is cancelled by Close: it tells the goroutines that a socket
+	// error means shutdown, interrupts their error pauses and cancels dials
+	// in flight. It belongs to the transport, not to any one request.
+	lifetime context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+
+	packetsReceived atomic.Uint64
+	packetsDropped  atomic.Uint64
+	packetsSent     atomic.Uint64
+	sendErrors      atomic.Uint64
+	readErrors      atomic.Uint64
+	streamsAccepted atomic.Uint64
+	streamsRefused  atomic.Uint64
+	acceptErrors    atomic.Uint64
+}
+
+var _ Transport = (*NetTransport)(nil)
+
+// NewNetTransport binds UDP and TCP on one port and starts reading. A nil cfg
+// means the zero NetTransportConfig. Call Close to release the sockets.
+func NewNetTransport(cfg *NetTransportConfig) (*NetTransport, error) {
+	var c NetTransportConfig
+	if cfg != nil {
+		c = *cfg
+	}
+	bad := func(field, reason string) error {
+		return &ConfigError{Field: "NetTransportConfig." + field, Reason: reason}
+	}
+	bindIP := netip.IPv4Unspecified()
+	if c.BindAddr != "" {
+		ip, err := netip.ParseAddr(c.BindAddr)
+		if err != nil {
+			return nil, bad("BindAddr", fmt.Sprintf("%q is not an IP address", c.BindAddr))
+		}
+		// An IPv4-mapped address is IPv4: bind the IPv4 socket it means.
+		bindIP = ip.Unmap()
+	}
+	var advertiseIP netip.Addr
+	if c.AdvertiseAddr != "" {
+		ip, err := netip.ParseAddr(c.AdvertiseAddr)
+		if err != nil {
+			return nil, bad("AdvertiseAddr", fmt.Sprintf("%q is not an IP address", c.AdvertiseAddr))
+		}
+		if ip.IsUnspecified() {
+			return nil, bad("AdvertiseAddr", fmt.Sprintf("%q cannot be reached by peers", c.AdvertiseAddr))
+		}
+		advertiseIP = ip.Unmap()
+	}
+	switch {
+	case c.BindPort < 0 || c.BindPort > 65535:
+		return nil, bad("BindPort", fmt.Sprintf("%d is not a port", c.BindPort))
+	case c.AdvertisePort < 0 || c.AdvertisePort > 65535:
+		return nil, bad("AdvertisePort", fmt.Sprintf("%d is not a port", c.AdvertisePort))
+	case c.PacketBuffer < 0:
+		return nil, bad("PacketBuffer", "must not be negative")
+	case c.MaxConcurrentStreams < 0:
+		return nil, bad("MaxConcurrentStreams", "must not be negative")
+	}
+	if c.PacketBuffer == 0 {
+		c.PacketBuffer = defaultPacketBuffer
+	}
+	if c.MaxConcurrentStreams == 0 {
+		c.MaxConcurrentStreams = defaultMaxConcurrentStreams
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+
+	udp, tcp, err := bindBoth(bindIP, c.BindPort)
+	if err != nil {
+		return nil, err
+	}
+	port := uint16(udp.LocalAddr().(*net.UDPAddr).Port)
+	setReceiveBuffer(udp)
+
+	if !advertiseIP.IsValid() {
+		advertiseIP = bindIP
+		if bindIP.IsUnspecified() {
+			advertiseIP = localAddrOfFamily(bindIP.Is4())
+		}
+	}
+	advertisePort := port
+	if c.AdvertisePort != 0 {
+		advertisePort = uint16(c.AdvertisePort)
+	}
+
+	t := &NetTransport{
+		udp:       udp,
+		tcp:       tcp,
+		advertise: netip.AddrPortFrom(advertiseIP, advertisePort),
+		log:       c.Logger.Named("transport"),
+		packets:   make(chan IncomingPacket, c.PacketBuffer),
+		streams:   make(chan net.Conn, c.MaxConcurrentStreams),
+	}
+	t.lifetime, t.stop = context.WithCancel(context.Background())
+	t.wg.Add(2)
+	go t.readPackets()
+	go t.acceptStreams()
+	t.log.Debug("listening",
+		zap.Stringer("bind", netip.AddrPortFrom(bindIP, port)),
+		zap.Stringer("advertise", t.advertise))
+	return t, nil
+}
+
+// bindBoth listens on UDP and TCP on the same port of ip. Port 0 lets the
+// kernel pick the UDP port and then claims it for TCP, retrying with a new
+// port when TCP already has it.
+func bindBoth(ip netip.Addr, port int) (*net.UDPConn, *net.TCPListener, error) {
+	udpNet, tcpNet := "udp4", "tcp4"
+	if ip.Is6() {
+		udpNet, tcpNet = "udp6", "tcp6"
+	}
+	attempts := 1
+	if port == 0 {
+		attempts = bindAttempts
+	}
+	var lastErr error
+	for range attempts {
+		addr := netip.AddrPortFrom(ip, uint16(port))
+		udp, err := net.ListenUDP(udpNet, net.UDPAddrFromAddrPort(addr))
+		if err != nil {
+			// The kernel chose nothing yet, so another attempt would meet
+			// the same failure (bad address, no permission, port taken).
+			return nil, nil, fmt.Errorf("swim: bind UDP %s: %w", addr, err)
+		}
+		addr = netip.AddrPortFrom(ip, uint16(udp.LocalAddr().(*net.UDPAddr).Port))
+		tcp, err := net.ListenTCP(tcpNet, net.TCPAddrFromAddrPort(addr))
+		if err == nil {
+			return udp, tcp, nil
+		}
+		_ = udp.Close()
+		lastErr = fmt.Errorf("swim: bind TCP %s (UDP and TCP must share the port): %w", addr, err)
+	}
+	if attempts > 1 {
+		return nil, nil, fmt.Errorf("%w (after %d ports)", lastErr, attempts)
+	}
+	return nil, nil, lastErr
+}
+
+// setReceiveBuffer asks for a large socket receive buffer, halving the
+// request until the system accepts one. Failure only costs burst tolerance,
+// so it is not reported.
+func setReceiveBuffer(udp *net.UDPConn) {
+	for size := socketReceiveBuffer; size >= 64<<10; size /= 2 {
+		if udp.SetReadBuffer(size) == nil {
+			return
+		}
+	}
+}
+
+// localAddrOfFamily picks an address peers can likely reach when the
+// transport listens on every interface: the first global unicast address of
+// the family on an up, non-loopback interface, else loopback. Link-local
+// addresses are skipped because an IPv6 one is useless to peers without a
+// zone, and an IPv4 one means the interface has no real address.
+func localAddrOfFamily(v4 bool) netip.Addr {
+	loopback := netip.IPv6Loopback()
+	if v4 {
+		loopback = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return loopback
+	}
+	for _, iface := range ifaces {
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := iface.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipNet, ok := a.(*net.IPNet)
+			if !ok {
+				continue
+			}
+			ip, ok := netip.AddrFromSlice(ipNet.IP)
+			if !ok {
+				continue
+			}
+			ip = ip.Unmap()
+			if ip.Is4() == v4 && ip.IsGlobalUnicast() {
+				return ip
+			}
+		}
+	}
+	return loopback
+}
+
+// readPackets copies each datagram off the UDP socket onto the Packets
+// channel until Close.
+func (t *NetTransport) readPackets() {
+	defer t.wg.Done()
+	buf := make([]byte, udpReadBufferSize)
+	pause := minErrorPause
+	for {
+		n, from, err := t.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if t.lifetime.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			t.readErrors.Add(1)
+			t.log.Warn("read UDP packet", zap.Error(err), zap.Duration("retry_in", pause))
+			if !t.pauseAfterError(&pause) {
+				return
+			}
+			continue
+		}
+		pause = minErrorPause
+		at := time.Now()
+		// buf is reused for the next read: the consumer gets its own copy.
+		data := make([]byte, n)
+		copy(data, buf[:n])
+		t.packetsReceived.Add(1)
+		select {
+		case t.packets <- IncomingPacket{From: unmapAddrPort(from), Data: data, At: at}:
+		default:
+			t.packetsDropped.Add(1)
+		}
+	}
+}
+
+// acceptStreams hands each accepted TCP connection to the Streams channel
+// until Close, refusing those that find it full.
+func (t *NetTransport) acceptStreams() {
+	defer t.wg.Done()
+	pause := minErrorPause
+	for {
+		conn, err := t.tcp.Accept()
+		if err != nil {
+			if t.lifetime.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			t.acceptErrors.Add(1)
+			t.log.Warn("accept TCP stream", zap.Error(err), zap.Duration("retry_in", pause))
+			if !t.pauseAfterError(&pause) {
+				return
+			}
+			continue
+		}
+		pause = minErrorPause
+		select {
+		case t.streams <- conn:
+			t.streamsAccepted.Add(1)
+		default:
+			// Refusing at once tells the peer to retry elsewhere or later;
+			// queueing without bound would let a flood exhaust descriptors.
+			t.streamsRefused.Add(1)
+			_ = conn.Close()
+		}
+	}
+}
+
+// pauseAfterError waits *pause, doubles it up to maxErrorPause, and reports
+// false if Close interrupted the wait.
+func (t *NetTransport) pauseAfterError(pause *time.Duration) bool {
+	timer := time.NewTimer(*pause)
+	defer timer.Stop()
+	*pause = min(2**pause, maxErrorPause)
+	select {
+	case <-timer.C:
+		return true
+	case <-t.lifetime.Done():
+		return false
+	}
+}
+
+// unmapAddrPort turns an IPv4-mapped IPv6 address into plain IPv4, so one
+// peer always has one address.
+func unmapAddrPort(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// LocalAddr returns the advertised address: what peers should send to.
+func (t *NetTransport) LocalAddr() netip.AddrPort { return t.advertise }
+
+// WriteTo sends b as one UDP datagram to to. It waits at most a short
+// while for room in the socket's send buffer; the error, if any, is returned
+// and counted, not logged. After Close it returns an error matching
+// net.ErrClosed.
+func (t *NetTransport) WriteTo(b []byte, to netip.AddrPort) error {
+	if !to.IsValid() {
+		t.sendErrors.Add(1)
+		return fmt.Errorf("swim: send packet: invalid address %s", to)
+	}
+	// Deadlines are per socket, so concurrent writers each push it
+	// forward; a write still waits no longer than the timeout after the
+	// latest WriteTo began, which keeps the bound meaningful.
+	if err := t.udp.SetWriteDeadline(time.Now().Add(packetWriteTimeout)); err != nil {
+		t.sendErrors.Add(1)
+		return fmt.Errorf("swim: send packet to %s: %w", to, err)
+	}
+	if _, err := t.udp.WriteToUDPAddrPort(b, unmapAddrPort(to)); err != nil {
+		t.sendErrors.Add(1)
+		return fmt.Errorf("swim: send packet to %s: %w", to, err)
+	}
+	t.packetsSent.Add(1)
+	return nil
+}
+
+// Packets returns the channel of received packets. Each packet's Data is the
+// receiver's to keep. The channel is closed by Close.
+func (t *NetTransport) Packets() <-chan IncomingPacket { return t.packets }
+
+// DialStream opens a TCP stream to to. It returns when ctx is done, when the
+// transport is closed, or when the connection is established.
+func (t *NetTransport) DialStream(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
+	if t.lifetime.Err() != nil {
+		return nil, fmt.Errorf("swim: dial stream to %s: %w", to, net.ErrClosed)
+	}
+	// Close must not wait out the dials of others, so it cancels them.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopCancelOnClose := context.AfterFunc(t.lifetime, cancel)
+	defer stopCancelOnClose()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", unmapAddrPort(to).String())
+	if err != nil {
+		if t.lifetime.Err() != nil {
+			// The dial error is only the cancellation; say why.
+			return nil, fmt.Errorf("swim: dial stream to %s: transport closed: %w", to, net.ErrClosed)
+		}
+		return nil, fmt.Errorf("swim: dial stream to %s: %w", to, err)
+	}
+	return conn, nil
+}
+
+// Streams returns the channel of accepted streams. The receiver owns each
+// stream and must close it. The channel is closed by Close; streams still
+// queued then are closed by Close.
+func (t *NetTransport) Streams() <-chan net.Conn { return t.streams }
+
+// Close stops the transport: it closes the sockets, waits for its
+// goroutines, closes the Packets and Streams channels and closes the streams
+// nobody received. Streams already received stay open; their owner closes
+// them. Close may be called more than once and from several goroutines;
+// every call returns when the transport has stopped, with the first call's
+// result.
+func (t *NetTransport) Close() error {
+	t.closeOnce.Do(func() {
+		t.stop()
+		t.closeErr = errors.Join(t.udp.Close(), t.tcp.Close())
+		t.wg.Wait()
+		// Only now has every sender returned, so closing cannot panic a send.
+		close(t.packets)
+		close(t.streams)
+		for conn := range t.streams {
+			_ = conn.Close()
+		}
+	})
+	return t.closeErr
+}
+
+// Stats returns the transport's counters.
+func (t *NetTransport) Stats() NetTransportStats {
+	return NetTransportStats{
+		PacketsReceived: t.packetsReceived.Load(),
+		PacketsDropped:  t.packetsDropped.Load(),
+		PacketsSent:     t.packetsSent.Load(),
+		SendErrors:      t.sendErrors.Load(),
+		ReadErrors:      t.readErrors.Load(),
+		StreamsAccepted: t.streamsAccepted.Load(),
+		StreamsRefused:  t.streamsRefused.Load(),
+		AcceptErrors:    t.acceptErrors.Load(),
+	}
 }

@@ -1,0 +1,218 @@
+package swim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// broadcast is one membership delta waiting to be piggybacked: an encoded
+// frame plus how often it has been sent.
+type broadcast struct {
+	key       string // member name; a newer delta about the same member replaces this one
+	frame     []byte
+	transmits int
+	// lastPacket stamps the packet that last took this delta, so one packet
+	// never carries it twice while it moves between buckets.
+	lastPacket uint64
+	removed    bool
+	prev, next *broadcast
+}
+
+// bucketList is an intrusive doubly linked list of broadcasts with the same
+// transmit count, newest at the head.
+type bucketList struct {
+	head, tail *broadcast
+	n          int
+}
+
+func (l *bucketList) pushFront(b *broadcast) {
+	b.prev, b.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = b
+	} else {
+		l.tail = b
+	}
+	l.head = b
+	l.n++
+}
+
+func (l *bucketList) remove(b *broadcast) {
+	if b.prev != nil {
+		b.prev.next = b.next
+	} else {
+		l.head = b.next
+	}
+	if b.next != nil {
+		b.next.prev = b.prev
+	} else {
+		l.tail = b.prev
+	}
+	b.prev, b.next = nil, nil
+	l.n--
+}
+
+// broadcastQueue is the bounded piggyback queue (SWIM §4.1, "infection-style
+// dissemination"). Deltas are taken fewest-transmitted first, newest first
+// among equals, so fresh news spreads before old news is repeated. Each
+// delta is sent a limited number of times, RetransmitMult·ceil(log10(N+1)),
+// which reaches every member with high probability in O(log N) periods. A
+// newer delta about a member invalidates the queued one. When the queue is
+// over its limit, the deltas sent most often go first.
+type broadcastQueue struct {
+	buckets []bucketList // index: transmit count
+	byKey   map[string]*broadcast
+	n       int
+	limit   int
+	packet  uint64
+	dropped uint64
+}
+
+func newBroadcastQueue(limit int) *broadcastQueue {
+	return &broadcastQueue{byKey: make(map[string]*broadcast), limit: limit}
+}
+
+// Len is the number of pending deltas.
+func (q *broadcastQueue) Len() int { return q.n }
+
+func (q *broadcastQueue) bucket(i int) *bucketList {
+	for len(q.buckets) <= i {
+		q.buckets = append(q.buckets, bucketList{})
+	}
+	return &q.buckets[i]
+}
+
+// queue adds a delta about key, replacing any pending delta about it, and
+// returns it so the caller can watch it (a leave waits until it was sent).
+func (q *broadcastQueue) queue(key string, frame []byte) *broadcast {
+	if old, ok := q.byKey[key]; ok {
+		q.unlink(old)
+	}
+	b := &broadcast{key: key, frame: frame}
+	q.byKey[key] = b
+	q.bucket(0).pushFront(b)
+	q.n++
+	for q.n > q.limit {
+		q.dropMostSent()
+	}
+	return b
+}
+
+func (q *broadcastQueue) unlink(b *broadcast) {
+	q.bucket(b.transmits).remove(b)
+	if q.byKey[b.key] == b {
+		delete(q.byKey, b.key)
+	}
+	b.removed = true
+	q.n--
+}
+
+func (q *broadcastQueue) dropMostSent() {
+	for i := len(q.buckets) - 1; i >= 0; i-- {
+		if t := q.buckets[i].tail; t != nil {
+			q.unlink(t)
+			q.dropped++
+			return
+		}
+	}
+}
+
+// minFrame is the smallest frame worth looking for once a packet is nearly
+// full; below it the scan stops early.
+const minFrame = 8
+
+// maxSkips bounds how many deltas too large for the remaining space one take
+// looks past, keeping a take cheap when the queue is long.
+const maxSkips = 32
+
+// take appends to frames the deltas that fit in budget bytes (counting the
+// compound framing overhead per frame), counting one transmission for each,
+// and retires those sent limit times. It returns the frames and the bytes
+// used.
+func (q *broadcastQueue) take(frames [][]byte, budget, limit int) ([][]byte, int) {
+	if q.n == 0 {
+		return frames, 0
+	}
+	q.packet++
+	used, skips := 0, 0
+	for i := 0; i < len(q.buckets) && skips < maxSkips; i++ {
+		for b := q.buckets[i].head; b != nil && skips < maxSkips; {
+			next := b.next
+			if b.lastPacket == q.packet {
+				b = next
+				continue
+			}
+			size := len(b.frame) + wire.FrameOverheadMax
+			if used+size > budget {
+				skips++
+				b = next
+				continue
+			}
+			if len(frames) >= wire.MaxCompoundParts {
+				return frames, used
+			}
+			frames = append(frames, b.frame)
+			used += size
+			b.lastPacket = q.packet
+			q.buckets[i].remove(b)
+			b.transmits++
+			if b.transmits >= limit {
+				delete(q.byKey, b.key)
+				b.removed = true
+				q.n--
+			} else {
+				q.bucket(b.transmits).pushFront(b)
+			}
+			if budget-used < minFrame+wire.FrameOverheadMax {
+				return frames, used
+			}
+			b = next
+		}
+	}
+	return frames, used
+}
+
+// tickGossip sends pending deltas to GossipNodes random members every
+// GossipInterval, so news spreads in a few hundred milliseconds per hop
+// instead of one hop per probe period; an idle cluster sends nothing here.
+// Members recently declared dead are among the targets, so one that was
+// wrongly declared dead learns it and refutes.
+func (m *Machine) tickGossip(now time.Time) {
+	if m.cfg.GossipInterval <= 0 || now.Before(m.nextGossip) || m.bq.Len() == 0 {
+		return
+	}
+	m.nextGossip = now.Add(m.cfg.GossipInterval)
+	n := m.gossipTargets()
+	if n == 0 {
+		return
+	}
+	picked := m.pickScratch[:0]
+	for attempts := 0; len(picked) < m.cfg.GossipNodes && attempts < 4*m.cfg.GossipNodes+8; attempts++ {
+		i := m.rng.IntN(n)
+		var s *memberState
+		if i < len(m.live) {
+			s = m.live[i]
+		} else {
+			s = m.dead[i-len(m.live)]
+			if s.State != StateDead {
+				continue
+			}
+		}
+		if slices.Contains(picked, s) {
+			continue
+		}
+		picked = append(picked, s)
+	}
+	for _, s := range picked {
+		if !m.sendGossip(s.Addr) {
+			break
+		}
+	}
+	clear(picked)
+	m.pickScratch = picked[:0]
+}
+
+// gossipTargets is the size of the pool gossip picks from: live members and
+// those still within GossipToDeadTime of their death.
+func (m *Machine) gossipTargets() int { return len(m.live) + len(m.dead) }

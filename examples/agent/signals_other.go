@@ -1,0 +1,9 @@
+//go:build !unix
+
+package main
+
+import "os"
+
+// leaveSignals is empty where there is no SIGUSR1: such an agent cannot be
+// asked to leave without shutting down.
+var leaveSignals []os.Signal

@@ -1,0 +1,11 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+// leaveSignals make the agent leave the cluster gracefully.
+var leaveSignals = []os.Signal{syscall.SIGUSR1}

@@ -1,0 +1,452 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// DecodePacket decodes a packet, flattening a compound into its messages.
+//
+// b may hold at most MaxPacketSize bytes (use DecodeStreamPacket for what
+// ReadStreamMessage returns). The messages never alias b, so the caller may
+// reuse it at once. Every failure is a *DecodeError wrapping one of
+// ErrTruncated, ErrTooLarge, ErrUnknownType, ErrVersion, ErrMalformed or
+// ErrTrailingBytes; a packet is accepted or rejected whole.
+func DecodePacket(b []byte) ([]Message, error) {
+	return decodePacket(b, MaxPacketSize)
+}
+
+// DecodeStreamPacket decodes a packet read with ReadStreamMessage. It is
+// DecodePacket with MaxStreamMessageSize as the size limit instead of
+// MaxPacketSize: a push-pull of a large cluster outgrows a UDP packet.
+func DecodeStreamPacket(b []byte) ([]Message, error) {
+	return decodePacket(b, MaxStreamMessageSize)
+}
+
+func decodePacket(b []byte, limit int) ([]Message, error) {
+	if len(b) > limit {
+		return nil, &DecodeError{Err: fmt.Errorf("%w: packet of %d bytes, limit %d", ErrTooLarge, len(b), limit)}
+	}
+	if len(b) == 0 {
+		return nil, &DecodeError{Err: ErrTruncated}
+	}
+	if b[0] != Version {
+		return nil, &DecodeError{Err: fmt.Errorf("%w %d (want %d)", ErrVersion, b[0], Version)}
+	}
+	if len(b) == 1 {
+		return nil, &DecodeError{Err: ErrTruncated}
+	}
+	if t := Type(b[1]); t != TypeCompound {
+		msgs := newSingle(t)
+		if msgs == nil {
+			return nil, &DecodeError{Type: t, Err: ErrUnknownType}
+		}
+		if err := decodeFrameInto(b[1:], msgs[0]); err != nil {
+			return nil, err
+		}
+		return msgs, nil
+	}
+
+	d := decoder{b: b[2:]}
+	n := d.arrayLen("Frames", 0, MaxCompoundParts)
+	if d.err != nil {
+		return nil, &DecodeError{Type: TypeCompound, Field: d.field, Err: d.err}
+	}
+	msgs := make([]Message, n)
+	s := newSlabs(d, n)
+	for i := range msgs {
+		f := compoundItem(&d)
+		if d.err != nil {
+			return nil, &DecodeError{Type: TypeCompound, Field: d.field, Err: d.err}
+		}
+		t := Type(f[0])
+		m := s.next(t)
+		if m == nil {
+			return nil, &DecodeError{Type: t, Err: ErrUnknownType}
+		}
+		if err := decodeFrameInto(f, m); err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	if len(d.b) != 0 {
+		return nil, &DecodeError{Type: TypeCompound, Err: ErrTrailingBytes}
+	}
+	return msgs, nil
+}
+
+// compoundItem reads one item of a compound: a bin holding a frame that is
+// not itself a compound.
+func compoundItem(d *decoder) []byte {
+	f := d.raw("Frames", math.MaxInt, false)
+	switch {
+	case d.err != nil:
+		return nil
+	case len(f) == 0:
+		d.fail("Frames", fmt.Errorf("%w: empty frame", ErrTruncated))
+		return nil
+	case Type(f[0]) == TypeCompound:
+		d.fail("Frames", fmt.Errorf("%w: compound nested in a compound", ErrMalformed))
+		return nil
+	}
+	return f
+}
+
+// DecodeFrame decodes one frame (type byte + body).
+//
+// b may hold at most MaxStreamMessageSize bytes, and the body must fill it
+// exactly. A compound frame decodes to a *Compound whose frames are checked
+// for shape (non-empty, not compounds, at most MaxCompoundParts) but not
+// decoded; DecodePacket is what flattens compounds. The message never aliases
+// b. Failures are *DecodeError, as for DecodePacket.
+func DecodeFrame(b []byte) (Message, error) {
+	if len(b) > MaxStreamMessageSize {
+		return nil, &DecodeError{Err: fmt.Errorf("%w: frame of %d bytes, limit %d", ErrTooLarge, len(b), MaxStreamMessageSize)}
+	}
+	if len(b) == 0 {
+		return nil, &DecodeError{Err: ErrTruncated}
+	}
+	m := newMessage(Type(b[0]))
+	if m == nil {
+		return nil, &DecodeError{Type: Type(b[0]), Err: ErrUnknownType}
+	}
+	if err := decodeFrameInto(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// decodeFrameInto decodes the non-empty frame b into m, a zero message of
+// b's type, and checks that the body fills the frame exactly.
+func decodeFrameInto(b []byte, m Message) error {
+	d := decoder{b: b[1:]}
+	switch m := m.(type) {
+	case *Ping:
+		decodePing(&d, m)
+	case *PingReq:
+		decodePingReq(&d, m)
+	case *Ack:
+		m.Seq = decodeSeqOnly(&d)
+	case *Nack:
+		m.Seq = decodeSeqOnly(&d)
+	case *Alive:
+		decodeAlive(&d, m)
+	case *Suspect:
+		decodeSuspect(&d, m)
+	case *Dead:
+		decodeDead(&d, m)
+	case *PushPull:
+		decodePushPull(&d, m)
+	case *Compound:
+		decodeCompound(&d, m)
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("", ErrTrailingBytes)
+	}
+	if d.err != nil {
+		return &DecodeError{Type: Type(b[0]), Field: d.field, Err: d.err}
+	}
+	return nil
+}
+
+// ---- allocation ----
+//
+// Decoding is dominated by allocation, not parsing, so messages are allocated
+// in batches: a plain packet's slice and message in one object, a compound's
+// messages in one array per type, and each message's short strings and
+// address in one buffer. The groupings only ever tie together memory of the
+// same packet that is small and lives about as long (a retained *Alive keeps
+// its packet's other Alive structs, a retained name its 18-byte address), never
+// metadata or a whole packet.
+
+// newMessage returns a new zero message of type t, or nil if t is unknown.
+func newMessage(t Type) Message {
+	switch t {
+	case TypePing:
+		return new(Ping)
+	case TypePingReq:
+		return new(PingReq)
+	case TypeAck:
+		return new(Ack)
+	case TypeNack:
+		return new(Nack)
+	case TypeAlive:
+		return new(Alive)
+	case TypeSuspect:
+		return new(Suspect)
+	case TypeDead:
+		return new(Dead)
+	case TypePushPull:
+		return new(PushPull)
+	case TypeCompound:
+		return new(Compound)
+	}
+	return nil
+}
+
+// newSingle returns a one-element slice holding a new zero message of type t,
+// both in a single allocation, or nil if t is unknown or a compound.
+func newSingle(t Type) []Message {
+	switch t {
+	case TypePing:
+		return single[Ping]()
+	case TypePingReq:
+		return single[PingReq]()
+	case TypeAck:
+		return single[Ack]()
+	case TypeNack:
+		return single[Nack]()
+	case TypeAlive:
+		return single[Alive]()
+	case TypeSuspect:
+		return single[Suspect]()
+	case TypeDead:
+		return single[Dead]()
+	case TypePushPull:
+		return single[PushPull]()
+	}
+	return nil
+}
+
+func single[T any, P interface {
+	*T
+	Message
+}]() []Message {
+	p := new(struct {
+		msgs [1]Message
+		m    T
+	})
+	p.msgs[0] = P(&p.m)
+	return p.msgs[:]
+}
+
+// slabs hands out the messages of one compound packet from per-type arrays
+// sized by a pre-scan of the frames' type bytes.
+type slabs struct {
+	ping     []Ping
+	pingReq  []PingReq
+	ack      []Ack
+	nack     []Nack
+	alive    []Alive
+	suspect  []Suspect
+	dead     []Dead
+	pushPull []PushPull
+}
+
+// newSlabs counts the types of the n frames ahead of d (a copy: the real
+// pass reports any error) and allocates an array for each type present.
+func newSlabs(d decoder, n int) slabs {
+	var counts [TypeCompound]int
+	for range n {
+		f := d.raw("", math.MaxInt, false)
+		if d.err != nil || len(f) == 0 {
+			break
+		}
+		if t := Type(f[0]); t > 0 && t < TypeCompound {
+			counts[t]++
+		}
+	}
+	return slabs{
+		ping:     makeSlab[Ping](counts[TypePing]),
+		pingReq:  makeSlab[PingReq](counts[TypePingReq]),
+		ack:      makeSlab[Ack](counts[TypeAck]),
+		nack:     makeSlab[Nack](counts[TypeNack]),
+		alive:    makeSlab[Alive](counts[TypeAlive]),
+		suspect:  makeSlab[Suspect](counts[TypeSuspect]),
+		dead:     makeSlab[Dead](counts[TypeDead]),
+		pushPull: makeSlab[PushPull](counts[TypePushPull]),
+	}
+}
+
+func makeSlab[T any](n int) []T {
+	if n == 0 {
+		return nil
+	}
+	return make([]T, n)
+}
+
+// next returns the next zero message of type t, or nil if t is unknown or a
+// compound.
+func (s *slabs) next(t Type) Message {
+	switch t {
+	case TypePing:
+		return take(&s.ping)
+	case TypePingReq:
+		return take(&s.pingReq)
+	case TypeAck:
+		return take(&s.ack)
+	case TypeNack:
+		return take(&s.nack)
+	case TypeAlive:
+		return take(&s.alive)
+	case TypeSuspect:
+		return take(&s.suspect)
+	case TypeDead:
+		return take(&s.dead)
+	case TypePushPull:
+		return take(&s.pushPull)
+	}
+	return nil
+}
+
+func take[T any](s *[]T) *T {
+	if len(*s) == 0 {
+		return new(T) // not reached when the pre-scan counted right
+	}
+	p := &(*s)[0]
+	*s = (*s)[1:]
+	return p
+}
+
+// pack copies up to two strings and one byte field, each aliasing the input,
+// into a single new allocation. The string bytes are never written again, so
+// viewing them as strings is safe; the byte field's capacity ends at its
+// length, so appending to it reallocates instead of overwriting its
+// neighbours.
+func pack(s1, s2, p []byte) (string, string, []byte) {
+	n := len(s1) + len(s2) + len(p)
+	if n == 0 {
+		return "", "", nil
+	}
+	buf := make([]byte, n)
+	copy(buf, s1)
+	copy(buf[len(s1):], s2)
+	copy(buf[len(s1)+len(s2):], p)
+	var str string
+	if ns := len(s1) + len(s2); ns > 0 {
+		str = unsafe.String(&buf[0], ns)
+	}
+	var bin []byte
+	if len(p) > 0 {
+		bin = buf[n-len(p) : n : n]
+	}
+	return str[:len(s1)], str[len(s1):], bin
+}
+
+// ---- message bodies ----
+//
+// Each decodeX reads an array of at least the known field count, then skips
+// any further elements: a newer version may append fields, and an older
+// decoder keeps working. Fewer elements than known are an error. Strings and
+// addresses are read as views of the input and copied once, by pack, after
+// the whole body decoded.
+
+func decodePing(d *decoder, m *Ping) {
+	n := d.arrayLen("", 3, math.MaxInt)
+	m.Seq = uint32(d.uint("Seq", math.MaxUint32))
+	target := d.raw("Target", MaxNameLen, true)
+	from := d.raw("From", MaxNameLen, true)
+	d.skip("", n-3)
+	if d.err == nil {
+		m.Target, m.From, _ = pack(target, from, nil)
+	}
+}
+
+func decodePingReq(d *decoder, m *PingReq) {
+	n := d.arrayLen("", 4, math.MaxInt)
+	m.Seq = uint32(d.uint("Seq", math.MaxUint32))
+	target := d.raw("Target", MaxNameLen, true)
+	addr := d.raw("TargetAddr", MaxAddrLen, false)
+	from := d.raw("From", MaxNameLen, true)
+	d.skip("", n-4)
+	if d.err == nil {
+		m.Target, m.From, m.TargetAddr = pack(target, from, addr)
+	}
+}
+
+// decodeSeqOnly decodes the body of Ack and Nack.
+func decodeSeqOnly(d *decoder) uint32 {
+	n := d.arrayLen("", 1, math.MaxInt)
+	seq := uint32(d.uint("Seq", math.MaxUint32))
+	d.skip("", n-1)
+	return seq
+}
+
+func decodeAlive(d *decoder, m *Alive) {
+	n := d.arrayLen("", 4, math.MaxInt)
+	name := d.raw("Name", MaxNameLen, true)
+	addr := d.raw("Addr", MaxAddrLen, false)
+	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
+	m.Meta = d.bin("Meta", MaxMetaLen)
+	d.skip("", n-4)
+	if d.err == nil {
+		m.Name, _, m.Addr = pack(name, nil, addr)
+	}
+}
+
+func decodeSuspect(d *decoder, m *Suspect) {
+	n := d.arrayLen("", 3, math.MaxInt)
+	name := d.raw("Name", MaxNameLen, true)
+	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
+	from := d.raw("From", MaxNameLen, true)
+	d.skip("", n-3)
+	if d.err == nil {
+		m.Name, m.From, _ = pack(name, from, nil)
+	}
+}
+
+func decodeDead(d *decoder, m *Dead) {
+	n := d.arrayLen("", 4, math.MaxInt)
+	name := d.raw("Name", MaxNameLen, true)
+	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
+	from := d.raw("From", MaxNameLen, true)
+	m.Left = d.bool("Left")
+	d.skip("", n-4)
+	if d.err == nil {
+		m.Name, m.From, _ = pack(name, from, nil)
+	}
+}
+
+func decodePushPull(d *decoder, m *PushPull) {
+	n := d.arrayLen("", 3, math.MaxInt)
+	m.From = d.str("From", MaxNameLen)
+	m.Join = d.bool("Join")
+	count := d.arrayLen("Members", 0, MaxPushPullMembers)
+	// arrayLen allowed one byte per element; a member needs more, and the
+	// slice is allocated only for a count the input can really hold.
+	if d.err == nil && count > len(d.b)/minMemberStateLen {
+		d.fail("Members", ErrTruncated)
+	}
+	if d.err != nil {
+		return
+	}
+	if count > 0 {
+		m.Members = make([]MemberState, count)
+	}
+	for i := range m.Members {
+		ms := &m.Members[i]
+		k := d.arrayLen("Members", 5, math.MaxInt)
+		name := d.raw("Members.Name", MaxNameLen, true)
+		addr := d.raw("Members.Addr", MaxAddrLen, false)
+		ms.Incarnation = d.uint("Members.Incarnation", math.MaxUint64)
+		ms.State = uint8(d.uint("Members.State", math.MaxUint8))
+		ms.Meta = d.bin("Members.Meta", MaxMetaLen)
+		d.skip("Members", k-5)
+		if d.err != nil {
+			return
+		}
+		ms.Name, _, ms.Addr = pack(name, nil, addr)
+	}
+	d.skip("", n-3)
+}
+
+// decodeCompound decodes a compound body into m (DecodeFrame only). The body
+// is copied once and the frames alias that copy: one allocation for all
+// frame bytes rather than one per frame.
+func decodeCompound(d *decoder, m *Compound) {
+	body := make([]byte, len(d.b))
+	copy(body, d.b)
+	d.b = body
+	n := d.arrayLen("Frames", 0, MaxCompoundParts)
+	if d.err != nil || n == 0 {
+		return
+	}
+	m.Frames = make([][]byte, n)
+	for i := range m.Frames {
+		m.Frames[i] = compoundItem(d)
+		if d.err != nil {
+			return
+		}
+	}
+}

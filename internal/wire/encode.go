@@ -1,0 +1,234 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Minimum encoded sizes, used to reject counts that the remaining input could
+// not possibly hold before allocating for them.
+const (
+	// minMemberStateLen is the smallest MemberState encoding: fixarray
+	// header, empty name, nil addr, incarnation, state and nil meta, one
+	// byte each.
+	minMemberStateLen = 6
+)
+
+// AppendFrame appends msg's frame (type byte + msgpack body) to dst.
+//
+// It fails, returning dst unchanged, when msg breaks a limit its receiver
+// enforces (a name over MaxNameLen, metadata over MaxMetaLen, an address over
+// MaxAddrLen, too many members or compound parts), so that a sender finds out
+// instead of its peers silently dropping the packet. A *Compound encodes as a
+// compound frame; its frames must be non-empty and not compounds themselves.
+func AppendFrame(dst []byte, msg Message) ([]byte, error) {
+	out := append(dst, 0) // type byte, set below once msg is known to be valid
+	out, err := appendBody(out, msg)
+	if err != nil {
+		return dst, err
+	}
+	out[len(dst)] = byte(msg.Type())
+	return out, nil
+}
+
+// AppendPacket appends a whole packet (version byte + frame) for msg to dst.
+// On error dst is returned unchanged.
+func AppendPacket(dst []byte, msg Message) ([]byte, error) {
+	out, err := AppendFrame(append(dst, Version), msg)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
+}
+
+// AppendCompound appends a packet carrying frames to dst. With one frame it
+// writes a plain packet (version byte + that frame), saving the overhead.
+//
+// The frames are trusted to come from AppendFrame: there is no error result,
+// so the caller keeps to MaxCompoundParts frames, none of them a compound,
+// and budgets CompoundHeaderMax plus FrameOverheadMax per frame. With no
+// frames it writes an empty compound, which decodes to no messages.
+func AppendCompound(dst []byte, frames [][]byte) []byte {
+	if len(frames) == 1 {
+		return append(append(dst, Version), frames[0]...)
+	}
+	dst = append(dst, Version, byte(TypeCompound))
+	return appendCompoundBody(dst, frames)
+}
+
+func appendCompoundBody(dst []byte, frames [][]byte) []byte {
+	dst = appendArrayLen(dst, len(frames))
+	for _, f := range frames {
+		dst = append(appendBinLen(dst, len(f)), f...)
+	}
+	return dst
+}
+
+var errNilMessage = errors.New("wire: encode nil message")
+
+// appendBody appends msg's msgpack body: an array of its fields in
+// declaration order. Limits are checked before anything is written for the
+// field, and the caller discards the partial output on error.
+func appendBody(b []byte, msg Message) ([]byte, error) {
+	switch m := msg.(type) {
+	case *Ping:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkNames(TypePing, "Target", m.Target, "From", m.From); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 3)
+		b = appendUint(b, uint64(m.Seq))
+		b = appendString(b, m.Target)
+		return appendString(b, m.From), nil
+
+	case *PingReq:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkNames(TypePingReq, "Target", m.Target, "From", m.From); err != nil {
+			return b, err
+		}
+		if err := checkLen(TypePingReq, "TargetAddr", len(m.TargetAddr), MaxAddrLen); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 4)
+		b = appendUint(b, uint64(m.Seq))
+		b = appendString(b, m.Target)
+		b = appendBin(b, m.TargetAddr)
+		return appendString(b, m.From), nil
+
+	case *Ack:
+		if m == nil {
+			return b, errNilMessage
+		}
+		b = appendArrayLen(b, 1)
+		return appendUint(b, uint64(m.Seq)), nil
+
+	case *Nack:
+		if m == nil {
+			return b, errNilMessage
+		}
+		b = appendArrayLen(b, 1)
+		return appendUint(b, uint64(m.Seq)), nil
+
+	case *Alive:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkMember(TypeAlive, "", m.Name, m.Addr, m.Meta); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 4)
+		b = appendString(b, m.Name)
+		b = appendBin(b, m.Addr)
+		b = appendUint(b, m.Incarnation)
+		return appendBin(b, m.Meta), nil
+
+	case *Suspect:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkNames(TypeSuspect, "Name", m.Name, "From", m.From); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 3)
+		b = appendString(b, m.Name)
+		b = appendUint(b, m.Incarnation)
+		return appendString(b, m.From), nil
+
+	case *Dead:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkNames(TypeDead, "Name", m.Name, "From", m.From); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 4)
+		b = appendString(b, m.Name)
+		b = appendUint(b, m.Incarnation)
+		b = appendString(b, m.From)
+		return appendBool(b, m.Left), nil
+
+	case *PushPull:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkLen(TypePushPull, "From", len(m.From), MaxNameLen); err != nil {
+			return b, err
+		}
+		if err := checkLen(TypePushPull, "Members", len(m.Members), MaxPushPullMembers); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 3)
+		b = appendString(b, m.From)
+		b = appendBool(b, m.Join)
+		b = appendArrayLen(b, len(m.Members))
+		for i := range m.Members {
+			ms := &m.Members[i]
+			if err := checkMember(TypePushPull, "Members.", ms.Name, ms.Addr, ms.Meta); err != nil {
+				return b, err
+			}
+			b = appendArrayLen(b, 5)
+			b = appendString(b, ms.Name)
+			b = appendBin(b, ms.Addr)
+			b = appendUint(b, ms.Incarnation)
+			b = appendUint(b, uint64(ms.State))
+			b = appendBin(b, ms.Meta)
+		}
+		return b, nil
+
+	case *Compound:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkLen(TypeCompound, "Frames", len(m.Frames), MaxCompoundParts); err != nil {
+			return b, err
+		}
+		for _, f := range m.Frames {
+			if len(f) == 0 {
+				return b, fmt.Errorf("wire: encode compound: empty frame: %w", ErrMalformed)
+			}
+			if Type(f[0]) == TypeCompound {
+				return b, fmt.Errorf("wire: encode compound: nested compound: %w", ErrMalformed)
+			}
+		}
+		return appendCompoundBody(b, m.Frames), nil
+
+	case nil:
+		return b, errNilMessage
+	}
+	return b, fmt.Errorf("wire: encode %T: %w", msg, ErrUnknownType)
+}
+
+// checkLen reports a length over its limit as an error wrapping ErrTooLarge.
+func checkLen(t Type, field string, n, max int) error {
+	if n > max {
+		return fmt.Errorf("wire: encode %s: %s is %d long, limit %d: %w", t, field, n, max, ErrTooLarge)
+	}
+	return nil
+}
+
+func checkNames(t Type, f1, s1, f2, s2 string) error {
+	if err := checkLen(t, f1, len(s1), MaxNameLen); err != nil {
+		return err
+	}
+	return checkLen(t, f2, len(s2), MaxNameLen)
+}
+
+// checkMember checks the limits of the fields Alive and MemberState share.
+// prefix qualifies the field names; it is joined to them only on the error
+// path, so the push-pull loop does not allocate.
+func checkMember(t Type, prefix, name string, addr, meta []byte) error {
+	if len(name) <= MaxNameLen && len(addr) <= MaxAddrLen && len(meta) <= MaxMetaLen {
+		return nil
+	}
+	if err := checkLen(t, prefix+"Name", len(name), MaxNameLen); err != nil {
+		return err
+	}
+	if err := checkLen(t, prefix+"Addr", len(addr), MaxAddrLen); err != nil {
+		return err
+	}
+	return checkLen(t, prefix+"Meta", len(meta), MaxMetaLen)
+}

@@ -1,0 +1,83 @@
+package wire
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Shared fixtures of the wire tests, fuzz targets and benchmarks.
+
+var (
+	testAddr4 = EncodeAddr(netip.MustParseAddrPort("10.0.0.1:7946"))
+	testAddr6 = EncodeAddr(netip.MustParseAddrPort("[2001:db8::1]:7946"))
+)
+
+// golden is one checked-in vector: name.hex under testdata/wire holds the
+// packet, and msgs is what it decodes to.
+type golden struct {
+	name string
+	msgs []Message
+}
+
+// goldenCases are the messages whose exact bytes are pinned in testdata/wire.
+// Changing any of them, or the encoding, means regenerating the files with
+// -update and reviewing the diff: the bytes are the protocol.
+func goldenCases() []golden {
+	return []golden{
+		{"ping", []Message{&Ping{Seq: 42, Target: "node-00001", From: "node-00002"}}},
+		{"pingreq", []Message{&PingReq{Seq: 300, Target: "node-00003", TargetAddr: testAddr4, From: "node-00002"}}},
+		{"ack", []Message{&Ack{Seq: 42}}},
+		{"nack", []Message{&Nack{Seq: 70000}}},
+		{"alive", []Message{&Alive{Name: "node-00001", Addr: testAddr4, Incarnation: 1, Meta: []byte(`{"zone":"a"}`)}}},
+		{"alive6", []Message{&Alive{Name: "node-00001", Addr: testAddr6, Incarnation: 200}}},
+		{"suspect", []Message{&Suspect{Name: "node-00001", Incarnation: 3, From: "node-00002"}}},
+		{"dead", []Message{&Dead{Name: "node-00001", Incarnation: 4, From: "node-00002", Left: true}}},
+		{"pushpull", []Message{&PushPull{From: "node-00002", Join: true, Members: []MemberState{
+			{Name: "node-00001", Addr: testAddr4, Incarnation: 1, State: 0, Meta: []byte("m")},
+			{Name: "node-00002", Addr: testAddr6, Incarnation: 300, State: 1},
+			{Name: "node-00003", Addr: testAddr4, Incarnation: 1 << 40, State: 3},
+		}}}},
+		{"compound", []Message{
+			&Ping{Seq: 7, Target: "node-00001", From: "node-00002"},
+			&Alive{Name: "node-00004", Addr: testAddr4, Incarnation: 2},
+			&Suspect{Name: "node-00005", Incarnation: 9, From: "node-00002"},
+		}},
+	}
+}
+
+// encodeMessages encodes msgs as one packet the way a sender would: a plain
+// packet for one message, a compound for several.
+func encodeMessages(t testing.TB, msgs []Message) []byte {
+	t.Helper()
+	frames := make([][]byte, 0, len(msgs))
+	for _, m := range msgs {
+		f, err := AppendFrame(nil, m)
+		require.NoError(t, err)
+		frames = append(frames, f)
+	}
+	return AppendCompound(nil, frames)
+}
+
+// unhex decodes hex written with optional spaces and newlines.
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.Join(strings.Fields(s), ""))
+	require.NoError(t, err)
+	return b
+}
+
+// requireDecodeError checks that err is a *DecodeError wrapping want.
+func requireDecodeError(t testing.TB, err, want error) {
+	t.Helper()
+	require.Error(t, err)
+	var de *DecodeError
+	require.True(t, errors.As(err, &de), "want *DecodeError, got %T: %v", err, err)
+	if want != nil {
+		require.ErrorIs(t, err, want, "got %v", err)
+	}
+}

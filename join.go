@@ -1,0 +1,84 @@
+package swim
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// DefaultPort is the port Join assumes for a seed given without one.
+const DefaultPort = 7946
+
+// resolveSeeds turns seed addresses into socket addresses, resolving DNS
+// names in parallel (bounded by ctx). A name stands for every address it
+// resolves to. The result has no duplicates and keeps the order of addrs;
+// the errors name the address that failed.
+func resolveSeeds(ctx context.Context, addrs []string) ([]netip.AddrPort, []error) {
+	resolved := make([][]netip.AddrPort, len(addrs))
+	errs := make([]error, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Go(func() { resolved[i], errs[i] = resolveSeed(ctx, addr) })
+	}
+	wg.Wait()
+
+	var seeds []netip.AddrPort
+	var failed []error
+	seen := make(map[netip.AddrPort]bool)
+	for i := range addrs {
+		if errs[i] != nil {
+			failed = append(failed, errs[i])
+			continue
+		}
+		for _, ap := range resolved[i] {
+			if !seen[ap] {
+				seen[ap] = true
+				seeds = append(seeds, ap)
+			}
+		}
+	}
+	return seeds, failed
+}
+
+// resolveSeed resolves one seed address: "ip:port", "[ipv6]:port",
+// "name:port", or the same without the port (DefaultPort).
+func resolveSeed(ctx context.Context, addr string) ([]netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		return []netip.AddrPort{unmap(ap)}, nil
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	port := uint64(DefaultPort)
+	if err != nil {
+		// No port (or an IPv6 literal without brackets): the whole string
+		// is the host.
+		host = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
+	} else if port, err = strconv.ParseUint(portStr, 10, 16); err != nil {
+		return nil, fmt.Errorf("seed %q: bad port %q", addr, portStr)
+	}
+	if host == "" {
+		return nil, fmt.Errorf("seed %q: no host", addr)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}, nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, fmt.Errorf("seed %q: %w", addr, err)
+	}
+	out := make([]netip.AddrPort, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("seed %q: no address", addr)
+	}
+	return out, nil
+}
+
+func unmap(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}

@@ -1,0 +1,221 @@
+package swim
+
+import (
+	"math"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// maxPacketBatch bounds how many queued packets the loop feeds the machine
+// before acting on its output, so a burst costs one pass over Ready, not one
+// per packet, while timers and API calls still get their turn.
+const maxPacketBatch = 64
+
+// joinWaiter routes the outcome of one outbound exchange back to Join.
+type joinWaiter struct {
+	results chan<- joinResult // buffered for every exchange of that Join
+	to      string            // the seed, filled in when the exchange starts
+}
+
+// joinResult is what Join learns about one seed.
+type joinResult struct {
+	to  string
+	err error // nil when the seed answered and its state was merged
+}
+
+// alwaysReady is a closed channel: a select case on it is always ready. The
+// loop enables it while refused exchanges wait to be reported.
+var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// run is the loop goroutine: the only one that touches ml.machine once New
+// has returned. It waits for the next input (a packet, the outcome of an
+// outbound exchange, an inbound request, an API call, an accepted stream or
+// the machine's deadline), feeds it to the machine, fires the timers that are
+// due, and acts on the machine's output.
+func (ml *Memberlist) run() {
+	defer ml.wg.Done()
+	defer close(ml.loopDone)
+	m := ml.machine
+
+	timer := time.NewTimer(math.MaxInt64)
+	timer.Stop()
+	defer timer.Stop()
+	var armed time.Time // the deadline timer is set for; zero when stopped
+	packets := ml.transport.Packets()
+	streams := ml.transport.Streams()
+
+	for {
+		// Arm the timer only when the deadline moved: Reset is cheap, but
+		// most inputs leave the deadline alone.
+		if d := m.NextDeadline(); !d.Equal(armed) {
+			if d.IsZero() {
+				timer.Stop()
+			} else {
+				timer.Reset(time.Until(d))
+			}
+			armed = d
+		}
+		var finished chan struct{} // the API call of this pass, if any
+		var reportRefused <-chan struct{}
+		if len(ml.refused) > 0 {
+			reportRefused = alwaysReady
+		}
+
+		select {
+		case <-ml.stop:
+			ml.finalStats = m.Stats()
+			return
+
+		case p, ok := <-packets:
+			if !ok {
+				ml.logger.Warn("transport closed its packet channel")
+				packets = nil
+				continue
+			}
+			ml.handlePacket(p)
+		batch:
+			for range maxPacketBatch - 1 {
+				select {
+				case p, ok := <-packets:
+					if !ok {
+						break batch
+					}
+					ml.handlePacket(p)
+				default:
+					break batch
+				}
+			}
+
+		case r := <-ml.streamResults:
+			ml.handleStreamResult(r)
+
+		case <-reportRefused:
+			refused := ml.refused
+			ml.refused = nil
+			for _, r := range refused {
+				ml.handleStreamResult(r)
+			}
+
+		case req := <-ml.inbound:
+			reply, err := m.HandleStream(time.Now(), req.from, req.data)
+			req.reply <- inboundReply{data: reply, err: err}
+
+		case call := <-ml.calls:
+			call.f(time.Now())
+			finished = call.done
+
+		case conn, ok := <-streams:
+			if !ok {
+				ml.logger.Warn("transport closed its stream channel")
+				streams = nil
+				continue
+			}
+			ml.serveStream(conn)
+
+		case <-timer.C:
+			armed = time.Time{}
+		}
+
+		now := time.Now()
+		if d := m.NextDeadline(); !d.IsZero() && !now.Before(d) {
+			m.Tick(now)
+		}
+		ml.flush()
+		if finished != nil {
+			// Only now: the caller then sees its change in the snapshot
+			// (LocalMember right after UpdateMeta shows the new metadata).
+			close(finished)
+		}
+	}
+}
+
+// apiCall is a method call run on the loop goroutine against the machine.
+type apiCall struct {
+	f    func(now time.Time)
+	done chan struct{} // closed once f ran and its output was acted on
+}
+
+// handlePacket feeds one received packet to the machine. The machine counts
+// what it drops (Stats.PacketsDropped); the reason is only worth a debug line
+// since anyone can send garbage to a UDP port.
+func (ml *Memberlist) handlePacket(p IncomingPacket) {
+	if err := ml.machine.HandlePacket(time.Now(), p.From, p.Data); err != nil {
+		ml.logger.Debug("packet dropped", zap.Stringer("from", p.From), zap.Error(err))
+	}
+}
+
+// handleStreamResult feeds the outcome of an outbound exchange to the machine
+// and, when a Join waits for it, to that Join.
+func (ml *Memberlist) handleStreamResult(r streamResult) {
+	err := ml.machine.HandleStreamResponse(time.Now(), r.id, r.data, r.err)
+	if err != nil {
+		ml.logger.Debug("stream exchange failed", zap.Uint64("stream", r.id), zap.Error(err))
+	}
+	if w, ok := ml.joins[r.id]; ok {
+		delete(ml.joins, r.id)
+		if err == nil && r.err != nil {
+			err = r.err // a core that shrugs off a failed exchange must not count it as an answer
+		}
+		w.results <- joinResult{to: w.to, err: err}
+	}
+}
+
+// flush acts on the machine's output: sends packets, starts exchanges,
+// queues events, wakes a waiting Leave, and publishes a new snapshot if the
+// member table changed.
+func (ml *Memberlist) flush() {
+	m := ml.machine
+	rd := m.Ready()
+	for _, p := range rd.Packets {
+		if err := ml.transport.WriteTo(p.Data, p.To); err != nil {
+			ml.logger.Debug("packet not sent", zap.Stringer("to", p.To), zap.Error(err))
+		}
+	}
+	for _, req := range rd.Streams {
+		if w, ok := ml.joins[req.ID]; ok {
+			w.to = req.To.String()
+		}
+		ml.startStream(req)
+	}
+	for _, e := range rd.Events {
+		ml.queueEvent(e)
+	}
+	// Publish before waking Leave, so that it returns with the snapshot
+	// showing this member as left.
+	if v := m.Version(); v != ml.version {
+		ml.publish()
+	}
+	if ml.leaveDone != nil && m.LeaveDone() {
+		select {
+		case <-ml.leaveDone:
+		default:
+			close(ml.leaveDone)
+		}
+	}
+}
+
+// leaveWaiter returns the channel closed once the leave announcement is
+// done (flush closes it). Every Leave call shares it, so waiters cost
+// nothing however many calls gave up on their context.
+func (ml *Memberlist) leaveWaiter() chan struct{} {
+	if ml.leaveDone == nil {
+		ml.leaveDone = make(chan struct{})
+	}
+	return ml.leaveDone
+}
+
+// publish replaces the snapshot Members reads with the machine's current
+// table. It runs on the loop goroutine (or in New, before the loop starts).
+func (ml *Memberlist) publish() {
+	m := ml.machine
+	all := m.Members()
+	live := make([]Member, 0, len(all))
+	for _, mb := range all {
+		if mb.State == StateAlive || mb.State == StateSuspect {
+			live = append(live, mb)
+		}
+	}
+	ml.version = m.Version()
+	ml.snap.Store(&snapshot{members: live, local: m.LocalMember()})
+}

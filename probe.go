@@ -1,0 +1,313 @@
+package swim
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// probeRound is the one probe a member runs per protocol period (SWIM §3.1):
+// a direct ping, then indirect pings through k members if it stays silent.
+type probeRound struct {
+	target    *memberState
+	seq       uint32
+	start     time.Time
+	timeoutAt time.Time // direct ping gives up; indirect probes start
+	endAt     time.Time // the period ends; no ack by then means failure
+	indirect  bool
+}
+
+// relay is a ping this member sends on behalf of a ping-req requester.
+type relay struct {
+	seq          uint32 // our ping's sequence number
+	requester    netip.AddrPort
+	requesterSeq uint32
+	expires      time.Time
+	done         bool
+}
+
+func (m *Machine) nextSeq() uint32 {
+	m.seq++
+	return m.seq
+}
+
+// tickProbe concludes the current probe when its period is over and starts
+// the next one; it also starts the indirect phase when the direct ping timed
+// out.
+func (m *Machine) tickProbe(now time.Time) {
+	if p := m.probe; p != nil {
+		if !p.indirect && !now.Before(p.timeoutAt) {
+			m.startIndirect(now, p)
+		}
+		if !now.Before(p.endAt) {
+			m.probe = nil
+			m.probeFailed(now, p)
+		}
+	}
+	if m.self.State != StateAlive || now.Before(m.nextProbe) {
+		return
+	}
+	m.nextProbe = now.Add(m.cfg.ProbeInterval)
+	target := m.nextProbeTarget()
+	if target == nil {
+		return
+	}
+	p := &probeRound{
+		target:    target,
+		seq:       m.nextSeq(),
+		start:     now,
+		timeoutAt: now.Add(m.cfg.ProbeTimeout),
+		endAt:     now.Add(m.cfg.ProbeInterval),
+	}
+	m.probe = p
+	m.stats.Probes++
+	m.send(target.Addr, &wire.Ping{Seq: p.seq, Target: target.Name, From: m.self.Name})
+}
+
+// nextProbeTarget walks the probe list in its shuffled order and reshuffles
+// it after each full pass: randomized round-robin, which bounds the time
+// until any given member is probed (SWIM §4.3).
+func (m *Machine) nextProbeTarget() *memberState {
+	for attempts := 0; attempts < 2; attempts++ {
+		for m.probeNext < len(m.probeOrder) {
+			s := m.probeOrder[m.probeNext]
+			m.probeNext++
+			if s.live() && m.members[s.Name] == s {
+				return s
+			}
+		}
+		m.rebuildProbeOrder()
+		if len(m.probeOrder) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// rebuildProbeOrder drops members no longer probed and reshuffles the rest.
+func (m *Machine) rebuildProbeOrder() {
+	m.probeOrder = append(m.probeOrder[:0], m.live...)
+	m.rng.Shuffle(len(m.probeOrder), func(i, j int) {
+		m.probeOrder[i], m.probeOrder[j] = m.probeOrder[j], m.probeOrder[i]
+	})
+	m.probeNext = 0
+}
+
+// addToProbeOrder places a new member at a random position among those not
+// yet probed in this pass (SWIM §4.3), so it is probed within one pass.
+func (m *Machine) addToProbeOrder(s *memberState) {
+	m.probeOrder = append(m.probeOrder, s)
+	last := len(m.probeOrder) - 1
+	pos := m.probeNext + m.rng.IntN(last-m.probeNext+1)
+	m.probeOrder[pos], m.probeOrder[last] = m.probeOrder[last], m.probeOrder[pos]
+}
+
+// startIndirect asks IndirectChecks random live members to ping the target
+// and relay its ack (SWIM §3.1).
+func (m *Machine) startIndirect(now time.Time, p *probeRound) {
+	p.indirect = true
+	if m.members[p.target.Name] != p.target || !p.target.live() {
+		return
+	}
+	req := &wire.PingReq{
+		Seq:        p.seq,
+		Target:     p.target.Name,
+		TargetAddr: wire.EncodeAddr(p.target.Addr),
+		From:       m.self.Name,
+	}
+	for _, peer := range m.randomLive(m.cfg.IndirectChecks, p.target) {
+		m.stats.PingReqsSent++
+		m.send(peer.Addr, req)
+	}
+}
+
+// probeFailed handles a period that ended without an ack: the target
+// becomes suspect, not dead (SWIM §4.2).
+func (m *Machine) probeFailed(now time.Time, p *probeRound) {
+	m.stats.ProbesFailed++
+	t := p.target
+	if m.members[t.Name] != t || !t.live() {
+		return
+	}
+	m.suspect(now, t, t.Incarnation, m.self.Name)
+}
+
+// randomLive picks up to n distinct random live members other than exclude.
+func (m *Machine) randomLive(n int, exclude *memberState) []*memberState {
+	if n <= 0 || len(m.live) == 0 {
+		return nil
+	}
+	out := make([]*memberState, 0, n)
+	// Rejection sampling is cheap while n is small next to the member
+	// count; the attempt bound covers tiny clusters.
+	for attempts := 0; len(out) < n && attempts < 4*n+8; attempts++ {
+		s := m.live[m.rng.IntN(len(m.live))]
+		if s == exclude || s.State != StateAlive {
+			continue
+		}
+		dup := false
+		for _, o := range out {
+			if o == s {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// handlePing answers a ping addressed to this member with an ack.
+func (m *Machine) handlePing(now time.Time, from netip.AddrPort, p *wire.Ping) {
+	if p.Target != "" && p.Target != m.self.Name {
+		// Another member used to live at this address; staying silent
+		// lets the prober find out that its target is gone.
+		m.stats.PacketsDropped++
+		return
+	}
+	m.send(from, &wire.Ack{Seq: p.Seq})
+}
+
+// handlePingReq pings the target on the requester's behalf (SWIM §3.1).
+func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, r *wire.PingReq) {
+	addr, err := wire.DecodeAddr(r.TargetAddr)
+	if err != nil {
+		m.stats.PacketsDropped++
+		return
+	}
+	m.stats.PingReqsServed++
+	rl := &relay{
+		seq:          m.nextSeq(),
+		requester:    from,
+		requesterSeq: r.Seq,
+		expires:      now.Add(m.cfg.ProbeTimeout),
+	}
+	m.relays[rl.seq] = rl
+	m.relayFIFO = append(m.relayFIFO, rl)
+	m.send(addr, &wire.Ping{Seq: rl.seq, Target: r.Target, From: m.self.Name})
+}
+
+// handleAck completes our probe or relays an ack to a ping-req requester.
+func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
+	if p := m.probe; p != nil && p.seq == a.Seq {
+		m.probe = nil
+		return
+	}
+	if fc, ok := m.finalChecks[a.Seq]; ok {
+		m.finalCheckAnswered(now, fc)
+		return
+	}
+	if rl, ok := m.relays[a.Seq]; ok {
+		delete(m.relays, a.Seq)
+		rl.done = true
+		m.send(rl.requester, &wire.Ack{Seq: rl.requesterSeq})
+	}
+}
+
+// handleNack notes a relay's report that the target stayed silent.
+func (m *Machine) handleNack(now time.Time, from netip.AddrPort, n *wire.Nack) {}
+
+// expireRelays forgets relayed pings whose time is up. Relays expire in the
+// order they were made, since they all live ProbeTimeout.
+func (m *Machine) expireRelays(now time.Time) {
+	i := 0
+	for ; i < len(m.relayFIFO); i++ {
+		rl := m.relayFIFO[i]
+		if now.Before(rl.expires) {
+			break
+		}
+		if !rl.done {
+			delete(m.relays, rl.seq)
+		}
+	}
+	if i > 0 {
+		clear(m.relayFIFO[:i])
+		m.relayFIFO = m.relayFIFO[i:]
+	}
+}
+
+// startStreamPing checks a member over TCP: the ping (with the member's
+// suspicion, if we hold one) goes on a stream, and the member replies with
+// an ack and its current alive, which proves it is the same member at an
+// incarnation we can compare.
+func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping) uint64 {
+	frames := make([][]byte, 0, 2)
+	f, err := wire.AppendFrame(nil, ping)
+	if err != nil {
+		panic(fmt.Sprintf("swim: encode ping: %v", err))
+	}
+	frames = append(frames, f)
+	if target.State == StateSuspect {
+		if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: target.Name, Incarnation: target.Incarnation, From: m.self.Name}); err == nil {
+			frames = append(frames, f)
+		}
+	}
+	m.streamID++
+	id := m.streamID
+	m.streams[id] = streamPing
+	m.stats.TCPPings++
+	m.out.Streams = append(m.out.Streams, StreamRequest{
+		ID:      id,
+		To:      target.Addr,
+		Data:    wire.AppendCompound(nil, frames),
+		Timeout: m.cfg.ProbeTimeout,
+	})
+	return id
+}
+
+// handleStreamPing answers a ping received over TCP with an ack and this
+// member's alive. The messages riding with the ping (a suspicion of us) are
+// applied first, so a refutation is in the reply.
+func (m *Machine) handleStreamPing(now time.Time, from netip.AddrPort, p *wire.Ping, rest []wire.Message) ([]byte, error) {
+	if p.Target != m.self.Name {
+		return nil, fmt.Errorf("swim: TCP ping from %s for %q, this is %q", from, p.Target, m.self.Name)
+	}
+	for _, msg := range rest {
+		switch msg := msg.(type) {
+		case *wire.Suspect:
+			m.handleSuspect(now, msg)
+		case *wire.Dead:
+			m.handleDead(now, msg)
+		}
+	}
+	ack, err := wire.AppendFrame(nil, &wire.Ack{Seq: p.Seq})
+	if err != nil {
+		return nil, err
+	}
+	alive, err := wire.AppendFrame(nil, m.selfAlive())
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppendCompound(nil, [][]byte{ack, alive}), nil
+}
+
+// handleStreamPingReply completes a TCP ping: the alive in the reply is
+// applied (it refutes a suspicion at once), and the ack answers the check.
+func (m *Machine) handleStreamPingReply(now time.Time, id uint64, resp []byte, err error) error {
+	fc := m.streamChecks[id]
+	delete(m.streamChecks, id)
+	if err != nil {
+		m.stats.TCPPingsFailed++
+		return err
+	}
+	msgs, err := wire.DecodeStreamPacket(resp)
+	if err != nil {
+		m.stats.TCPPingsFailed++
+		return fmt.Errorf("swim: TCP ping reply: %w", err)
+	}
+	for _, msg := range msgs {
+		switch msg := msg.(type) {
+		case *wire.Alive:
+			m.handleAlive(now, msg, mergeGossip)
+		case *wire.Ack:
+			if fc != nil && msg.Seq == fc.seq {
+				m.finalCheckAnswered(now, fc)
+			}
+		}
+	}
+	return nil
+}

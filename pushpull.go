@@ -1,0 +1,296 @@
+package swim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Errors returned by the Machine's API.
+var (
+	// ErrLeft: this member has left the cluster; it no longer takes part.
+	ErrLeft = errors.New("swim: member has left")
+	// ErrUnknownStream: a stream response names no exchange in flight.
+	ErrUnknownStream = errors.New("swim: unknown stream id")
+)
+
+// Join starts a push-pull join with each seed and returns the IDs of the
+// StreamRequests it queued; their HandleStreamResponse results say which
+// seeds answered. The seeds are remembered for ReconnectTimeout and retried
+// while this member is alone, so a member that started before its peers, or
+// was cut off from all of them, joins without operator action.
+func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
+	ids := make([]uint64, 0, len(seeds))
+	for _, addr := range seeds {
+		if addr == m.self.Addr {
+			continue
+		}
+		ids = append(ids, m.startPushPull(addr, streamJoin))
+	}
+	if len(seeds) > 0 && m.cfg.ReconnectInterval > 0 {
+		m.seeds = append(m.seeds[:0], seeds...)
+		m.seedsUntil = now.Add(m.cfg.ReconnectTimeout)
+	}
+	return ids
+}
+
+// Leave announces a graceful leave: this member gossips itself as left at a
+// higher incarnation and stops probing. LeaveDone reports when it was sent.
+func (m *Machine) Leave(now time.Time) error {
+	if m.self.State != StateAlive {
+		return ErrLeft
+	}
+	m.self.Incarnation++
+	m.self.State = StateLeft
+	m.self.stateChange = now
+	m.version++
+	m.probe = nil
+	m.leaveBroadcast = m.queueBroadcast(m.self.Name, &wire.Dead{
+		Name: m.self.Name, Incarnation: m.self.Incarnation, From: m.self.Name, Left: true,
+	})
+	// Send it now rather than at the next gossip slot.
+	m.nextGossip = now
+	return nil
+}
+
+// LeaveDone reports whether the leave announcement has been sent as often as
+// any delta is (or there is nobody left to tell).
+func (m *Machine) LeaveDone() bool {
+	if m.leaveBroadcast == nil {
+		return false
+	}
+	return m.leaveBroadcast.removed || len(m.live) == 0
+}
+
+// UpdateMeta changes this member's metadata and gossips it at a new
+// incarnation.
+func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
+	if m.self.State != StateAlive {
+		return ErrLeft
+	}
+	if len(meta) > m.cfg.MaxMetaSize {
+		return &ConfigError{Field: "MaxMetaSize", Reason: fmt.Sprintf("is %d bytes, metadata is %d", m.cfg.MaxMetaSize, len(meta))}
+	}
+	m.self.Meta = cloneBytes(meta)
+	m.self.Incarnation++
+	m.version++
+	m.broadcastSelfAlive()
+	return nil
+}
+
+func (m *Machine) startPushPull(to netip.AddrPort, kind streamKind) uint64 {
+	m.streamID++
+	id := m.streamID
+	m.streams[id] = kind
+	m.stats.PushPulls++
+	m.out.Streams = append(m.out.Streams, StreamRequest{
+		ID:      id,
+		To:      to,
+		Data:    m.encodeState(kind == streamJoin),
+		Timeout: m.cfg.StreamTimeout,
+	})
+	return id
+}
+
+// encodeState encodes this member's whole view for a push-pull.
+func (m *Machine) encodeState(join bool) []byte {
+	pp := &wire.PushPull{From: m.self.Name, Join: join, Members: make([]wire.MemberState, 0, len(m.members))}
+	add := func(s *memberState) {
+		pp.Members = append(pp.Members, wire.MemberState{
+			Name: s.Name, Addr: wire.EncodeAddr(s.Addr), Incarnation: s.Incarnation, State: uint8(s.State), Meta: s.Meta,
+		})
+	}
+	// Deterministic order: self, the live set, then the dead list.
+	add(m.self)
+	for _, s := range m.live {
+		add(s)
+	}
+	for _, s := range m.dead {
+		add(s)
+	}
+	data, err := wire.AppendPacket(nil, pp)
+	if err != nil {
+		panic(fmt.Sprintf("swim: encode push-pull: %v", err))
+	}
+	return data
+}
+
+// HandleStream processes one stream request received from a peer (a
+// push-pull, or a ping checking this member over TCP) and returns the reply
+// message to write back.
+func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) ([]byte, error) {
+	msgs, err := wire.DecodeStreamPacket(req)
+	if err != nil {
+		return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
+	}
+	switch first := msgs[0].(type) {
+	case *wire.PushPull:
+		if len(msgs) != 1 {
+			return nil, fmt.Errorf("swim: stream from %s: push-pull with %d messages", from, len(msgs))
+		}
+		// The reply is built after merging, so a refutation the request
+		// provoked travels back at once.
+		m.mergeState(now, first, mergePushPull)
+		return m.encodeState(false), nil
+	case *wire.Ping:
+		return m.handleStreamPing(now, from, first, msgs[1:])
+	default:
+		return nil, fmt.Errorf("swim: stream from %s: unexpected %T", from, first)
+	}
+}
+
+// HandleStreamResponse reports the outcome of a StreamRequest: the reply, or
+// the error that ended the exchange. It returns nil when the reply was
+// merged.
+func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, err error) error {
+	kind, ok := m.streams[id]
+	if !ok {
+		return ErrUnknownStream
+	}
+	delete(m.streams, id)
+	if kind == streamPing {
+		return m.handleStreamPingReply(now, id, resp, err)
+	}
+	if err != nil {
+		m.stats.PushPullsFailed++
+		return err
+	}
+	msgs, err := wire.DecodeStreamPacket(resp)
+	if err != nil {
+		m.stats.PushPullsFailed++
+		return fmt.Errorf("swim: push-pull reply: %w", err)
+	}
+	pp, ok := msgs[0].(*wire.PushPull)
+	if len(msgs) != 1 || !ok {
+		m.stats.PushPullsFailed++
+		return fmt.Errorf("swim: push-pull reply: unexpected %T", msgs[0])
+	}
+	src := mergePushPull
+	if kind == streamJoin {
+		src = mergeJoin
+		// The seed's view was a snapshot: members joining at the same time
+		// reach us only by gossip, which at first goes to the few members
+		// that knew them early, and rumors leave rare holes. Two extra
+		// exchanges with random members, a few periods and then a few
+		// tens of periods after the join, fill those holes (and spread
+		// what we know), so a cluster booting at once converges in
+		// seconds rather than at the first periodic push-pull.
+		if m.cfg.PushPullInterval > 0 {
+			m.joinFollowUps = 2
+			if soon := now.Add(2*m.cfg.ProbeInterval + m.jitter(2*m.cfg.ProbeInterval)); soon.Before(m.nextPushPull) {
+				m.nextPushPull = soon
+			}
+		}
+	}
+	m.mergeState(now, pp, src)
+	return nil
+}
+
+// mergeState applies a peer's full view. A peer's claim that a member is
+// dead only makes it suspect here (as memberlist does): the member gets the
+// chance to refute that our own probes would have given it, which is what
+// lets two halves of a healed partition merge without killing each other.
+func (m *Machine) mergeState(now time.Time, pp *wire.PushPull, src mergeSource) {
+	for i := range pp.Members {
+		ms := &pp.Members[i]
+		switch State(ms.State) {
+		case StateAlive:
+			m.handleAlive(now, &wire.Alive{Name: ms.Name, Addr: ms.Addr, Incarnation: ms.Incarnation, Meta: ms.Meta}, src)
+		case StateSuspect, StateDead:
+			m.handleSuspect(now, &wire.Suspect{Name: ms.Name, Incarnation: ms.Incarnation, From: pp.From})
+		case StateLeft:
+			m.handleDead(now, &wire.Dead{Name: ms.Name, Incarnation: ms.Incarnation, From: pp.From, Left: true})
+		}
+	}
+}
+
+// pushPullInterval scales PushPullInterval with the cluster size beyond 32
+// members, so each member's share of full-state traffic stays bounded as
+// the states grow.
+func (m *Machine) pushPullInterval() time.Duration {
+	n := m.NumMembers()
+	if n <= 32 {
+		return m.cfg.PushPullInterval
+	}
+	mult := math.Ceil(math.Log2(float64(n))-math.Log2(32)) + 1
+	return time.Duration(mult * float64(m.cfg.PushPullInterval))
+}
+
+// tickPushPull runs the periodic anti-entropy exchange with a random member.
+func (m *Machine) tickPushPull(now time.Time) {
+	if m.cfg.PushPullInterval <= 0 || now.Before(m.nextPushPull) {
+		return
+	}
+	iv := m.pushPullInterval()
+	m.nextPushPull = now.Add(iv/2 + m.jitter(iv))
+	if m.joinFollowUps > 0 {
+		m.joinFollowUps--
+		if m.joinFollowUps > 0 {
+			m.nextPushPull = now.Add(10*m.cfg.ProbeInterval + m.jitter(10*m.cfg.ProbeInterval))
+		}
+	}
+	if m.self.State != StateAlive {
+		return
+	}
+	if peers := m.randomLive(1, nil); len(peers) == 1 {
+		m.startPushPull(peers[0].Addr, streamPushPull)
+	}
+}
+
+// reconnectWanted reports whether there is anyone to reconnect to: a member
+// declared dead, or the seeds while this member is alone.
+func (m *Machine) reconnectWanted() bool {
+	if m.cfg.ReconnectInterval <= 0 {
+		return false
+	}
+	return len(m.reconnect) > 0 || m.hasDeadToRetry() || (len(m.live) == 0 && len(m.seeds) > 0)
+}
+
+func (m *Machine) hasDeadToRetry() bool {
+	for _, s := range m.dead {
+		if s.State == StateDead {
+			return true
+		}
+	}
+	return false
+}
+
+// tickReconnect retries one member declared dead (and, while this member is
+// alone, the seeds) with a push-pull. If a partition caused the deaths, the
+// exchange succeeds once it heals and the two views merge again.
+func (m *Machine) tickReconnect(now time.Time) {
+	if m.cfg.ReconnectInterval <= 0 || now.Before(m.nextReconnect) {
+		return
+	}
+	m.nextReconnect = now.Add(m.cfg.ReconnectInterval/2 + m.jitter(m.cfg.ReconnectInterval))
+	if m.self.State != StateAlive {
+		return
+	}
+	if len(m.live) == 0 && len(m.seeds) > 0 {
+		for _, addr := range m.seeds {
+			if addr != m.self.Addr {
+				m.stats.Reconnects++
+				m.startPushPull(addr, streamReconnect)
+			}
+		}
+		return
+	}
+	var candidates []netip.AddrPort
+	for _, s := range m.dead {
+		if s.State == StateDead {
+			candidates = append(candidates, s.Addr)
+		}
+	}
+	for _, e := range m.reconnect {
+		candidates = append(candidates, e.addr)
+	}
+	if len(candidates) == 0 {
+		return
+	}
+	m.stats.Reconnects++
+	m.startPushPull(candidates[m.rng.IntN(len(candidates))], streamReconnect)
+}

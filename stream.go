@@ -1,0 +1,169 @@
+package swim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// errStreamsBusy is the outcome reported for an outbound exchange that found
+// MaxConcurrentStreams exchanges already in flight.
+var errStreamsBusy = errors.New("swim: too many stream exchanges in flight (MaxConcurrentStreams)")
+
+// streamResult is the outcome of one outbound exchange.
+type streamResult struct {
+	id   uint64
+	data []byte
+	err  error
+}
+
+// inboundRequest is a request read from an accepted stream, waiting for the
+// machine's reply.
+type inboundRequest struct {
+	from  netip.AddrPort
+	data  []byte
+	reply chan<- inboundReply // buffered: the loop never blocks on it
+}
+
+type inboundReply struct {
+	data []byte
+	err  error
+}
+
+// startStream runs one outbound exchange on a goroutine of its own. It runs
+// on the loop goroutine. With every slot taken, the exchange is not started
+// and fails at once; the loop reports that on its next pass (the machine may
+// not be re-entered from its own output).
+func (ml *Memberlist) startStream(req StreamRequest) {
+	select {
+	case ml.outSem <- struct{}{}:
+	default:
+		ml.streamsRefused.Add(1)
+		ml.logger.Debug("outbound stream refused", zap.Stringer("to", req.To), zap.Int("max", ml.cfg.MaxConcurrentStreams))
+		ml.refused = append(ml.refused, streamResult{id: req.ID, err: errStreamsBusy})
+		return
+	}
+	ml.wg.Add(1)
+	go func() {
+		defer ml.wg.Done()
+		defer func() { <-ml.outSem }()
+		data, err := ml.exchange(req)
+		select {
+		case ml.streamResults <- streamResult{id: req.ID, data: data, err: err}:
+		case <-ml.stop:
+		}
+	}()
+}
+
+// exchange dials req.To, writes the request and reads one reply, all within
+// req.Timeout; Shutdown cuts it short.
+func (ml *Memberlist) exchange(req StreamRequest) ([]byte, error) {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = ml.cfg.StreamTimeout
+	}
+	ctx, cancel := context.WithTimeout(ml.ctx, timeout)
+	defer cancel()
+	conn, err := ml.transport.DialStream(ctx, req.To)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	// Closing the connection is what unblocks a read or write when the
+	// context ends before the deadline (Shutdown).
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	if err := wire.WriteStreamMessage(conn, req.Data); err != nil {
+		return nil, fmt.Errorf("write request: %w", ctxErr(ctx, err))
+	}
+	resp, err := wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+	if err != nil {
+		return nil, fmt.Errorf("read reply: %w", ctxErr(ctx, err))
+	}
+	return resp, nil
+}
+
+// ctxErr prefers the context's error (shutdown, timeout) to the I/O error it
+// caused by closing the connection.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// serveStream answers one accepted stream on a goroutine of its own: it reads
+// one request, has the loop compute the reply, writes it and closes. It runs
+// on the loop goroutine; with every slot taken the stream is closed at once
+// (the peer sees a failed exchange and retries later).
+func (ml *Memberlist) serveStream(conn net.Conn) {
+	select {
+	case ml.inSem <- struct{}{}:
+	default:
+		ml.streamsRefused.Add(1)
+		ml.logger.Debug("inbound stream refused", zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", ml.cfg.MaxConcurrentStreams))
+		_ = conn.Close()
+		return
+	}
+	ml.wg.Add(1)
+	go func() {
+		defer ml.wg.Done()
+		defer func() { <-ml.inSem }()
+		defer conn.Close()
+		if err := ml.answer(conn); err != nil {
+			ml.logger.Debug("inbound stream failed", zap.Stringer("from", conn.RemoteAddr()), zap.Error(err))
+		}
+	}()
+}
+
+func (ml *Memberlist) answer(conn net.Conn) error {
+	stop := context.AfterFunc(ml.ctx, func() { _ = conn.Close() })
+	defer stop()
+	_ = conn.SetDeadline(time.Now().Add(ml.cfg.StreamTimeout))
+	from := addrPortOf(conn.RemoteAddr())
+	data, err := wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+	if err != nil {
+		return fmt.Errorf("read request: %w", ctxErr(ml.ctx, err))
+	}
+	reply := make(chan inboundReply, 1)
+	select {
+	case ml.inbound <- inboundRequest{from: from, data: data, reply: reply}:
+	case <-ml.stop:
+		return ErrShutdown
+	}
+	r := <-reply // the loop answers as soon as it takes the request
+	if r.err != nil {
+		return fmt.Errorf("handle request: %w", r.err)
+	}
+	if err := wire.WriteStreamMessage(conn, r.data); err != nil {
+		return fmt.Errorf("write reply: %w", ctxErr(ml.ctx, err))
+	}
+	return nil
+}
+
+// addrPortOf converts a net.Addr to netip.AddrPort; the zero value when it
+// has none (a custom transport's conn may use another address type).
+func addrPortOf(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		ap := a.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	case *net.UDPAddr:
+		ap := a.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	case nil:
+		return netip.AddrPort{}
+	}
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}

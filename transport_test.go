@@ -1,0 +1,402 @@
+package swim
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// transportTestWait bounds every wait on the transport in these tests; loopback
+// traffic arrives in microseconds, so it is only hit when something is broken.
+const transportTestWait = 2 * time.Second
+
+// transportLoopbacks are the addresses the real-socket tests run on.
+var transportLoopbacks = []struct {
+	name string
+	addr string
+}{
+	{"IPv4", "127.0.0.1"},
+	{"IPv6", "::1"},
+}
+
+// skipWithoutIPv6 skips a test on hosts where ::1 cannot be bound (IPv6
+// disabled in the kernel or the container).
+func skipWithoutIPv6(t *testing.T, addr string) {
+	t.Helper()
+	ip := netip.MustParseAddr(addr)
+	if !ip.Is6() {
+		return
+	}
+	ln, err := net.ListenUDP("udp6", net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.IPv6Loopback(), 0)))
+	if err != nil {
+		t.Skipf("IPv6 loopback ::1 cannot be bound on this host: %v", err)
+	}
+	_ = ln.Close()
+}
+
+// newTestTransport starts a NetTransport that the test closes at its end.
+func newTestTransport(t *testing.T, cfg NetTransportConfig) *NetTransport {
+	t.Helper()
+	tr, err := NewNetTransport(&cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tr.Close()) })
+	return tr
+}
+
+// receiveTestPacket waits for one packet on tr.
+func receiveTestPacket(t *testing.T, tr *NetTransport) IncomingPacket {
+	t.Helper()
+	select {
+	case p, ok := <-tr.Packets():
+		require.True(t, ok, "Packets closed")
+		return p
+	case <-time.After(transportTestWait):
+		t.Fatal("no packet within", transportTestWait)
+	}
+	panic("unreachable")
+}
+
+// acceptTestStream waits for one stream on tr.
+func acceptTestStream(t *testing.T, tr *NetTransport) net.Conn {
+	t.Helper()
+	select {
+	case c, ok := <-tr.Streams():
+		require.True(t, ok, "Streams closed")
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	case <-time.After(transportTestWait):
+		t.Fatal("no stream within", transportTestWait)
+	}
+	panic("unreachable")
+}
+
+func TestNetTransportPortZeroSharesOnePort(t *testing.T) {
+	for _, lb := range transportLoopbacks {
+		t.Run(lb.name, func(t *testing.T) {
+			skipWithoutIPv6(t, lb.addr)
+			tr := newTestTransport(t, NetTransportConfig{BindAddr: lb.addr})
+
+			udpPort := tr.udp.LocalAddr().(*net.UDPAddr).Port
+			tcpPort := tr.tcp.Addr().(*net.TCPAddr).Port
+			require.NotZero(t, udpPort)
+			require.Equal(t, udpPort, tcpPort, "UDP and TCP must share the port")
+			require.Equal(t, netip.AddrPortFrom(netip.MustParseAddr(lb.addr), uint16(udpPort)), tr.LocalAddr())
+
+			// The advertised address really reaches the TCP listener.
+			conn, err := net.DialTimeout("tcp", tr.LocalAddr().String(), transportTestWait)
+			require.NoError(t, err)
+			require.NoError(t, conn.Close())
+		})
+	}
+}
+
+func TestNetTransportPacketRoundTrip(t *testing.T) {
+	for _, lb := range transportLoopbacks {
+		t.Run(lb.name, func(t *testing.T) {
+			skipWithoutIPv6(t, lb.addr)
+			a := newTestTransport(t, NetTransportConfig{BindAddr: lb.addr})
+			b := newTestTransport(t, NetTransportConfig{BindAddr: lb.addr})
+
+			before := time.Now()
+			require.NoError(t, a.WriteTo([]byte("ping"), b.LocalAddr()))
+			first := receiveTestPacket(t, b)
+			require.Equal(t, "ping", string(first.Data))
+			require.Equal(t, a.LocalAddr(), first.From)
+			require.False(t, first.At.Before(before), "At is when the packet was read")
+			require.False(t, first.At.After(time.Now()))
+
+			// The reader reuses its buffer: a later, longer packet must not
+			// show through the earlier packet's Data.
+			require.NoError(t, a.WriteTo([]byte("a longer second packet"), b.LocalAddr()))
+			second := receiveTestPacket(t, b)
+			require.Equal(t, "a longer second packet", string(second.Data))
+			require.Equal(t, "ping", string(first.Data))
+			require.Len(t, first.Data, 4)
+
+			// And back the other way.
+			require.NoError(t, b.WriteTo([]byte("ack"), a.LocalAddr()))
+			reply := receiveTestPacket(t, a)
+			require.Equal(t, "ack", string(reply.Data))
+			require.Equal(t, b.LocalAddr(), reply.From)
+
+			require.Equal(t, uint64(2), a.Stats().PacketsSent)
+			require.Equal(t, uint64(2), b.Stats().PacketsReceived)
+			require.Zero(t, b.Stats().PacketsDropped)
+		})
+	}
+}
+
+func TestNetTransportStreamRoundTrip(t *testing.T) {
+	for _, lb := range transportLoopbacks {
+		t.Run(lb.name, func(t *testing.T) {
+			skipWithoutIPv6(t, lb.addr)
+			a := newTestTransport(t, NetTransportConfig{BindAddr: lb.addr})
+			b := newTestTransport(t, NetTransportConfig{BindAddr: lb.addr})
+
+			ctx, cancel := context.WithTimeout(context.Background(), transportTestWait)
+			defer cancel()
+			out, err := a.DialStream(ctx, b.LocalAddr())
+			require.NoError(t, err)
+			defer out.Close()
+			require.NoError(t, out.SetDeadline(time.Now().Add(transportTestWait)))
+
+			_, err = out.Write([]byte("push"))
+			require.NoError(t, err)
+
+			in := acceptTestStream(t, b)
+			require.NoError(t, in.SetDeadline(time.Now().Add(transportTestWait)))
+			buf := make([]byte, 4)
+			_, err = io.ReadFull(in, buf)
+			require.NoError(t, err)
+			require.Equal(t, "push", string(buf))
+
+			_, err = in.Write([]byte("pull"))
+			require.NoError(t, err)
+			_, err = io.ReadFull(out, buf)
+			require.NoError(t, err)
+			require.Equal(t, "pull", string(buf))
+
+			require.Equal(t, uint64(1), b.Stats().StreamsAccepted)
+			require.Zero(t, b.Stats().StreamsRefused)
+		})
+	}
+}
+
+func TestNetTransportCloseStopsEverything(t *testing.T) {
+	tr, err := NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1"})
+	require.NoError(t, err)
+	addr := tr.LocalAddr()
+
+	// Consumers blocked on both channels must be released by Close.
+	var consumers sync.WaitGroup
+	consumers.Add(2)
+	go func() {
+		defer consumers.Done()
+		for range tr.Packets() {
+		}
+	}()
+	go func() {
+		defer consumers.Done()
+		for c := range tr.Streams() {
+			_ = c.Close()
+		}
+	}()
+
+	// Several concurrent Closes, then one more: all succeed, none panics.
+	const closers = 3
+	closeErrs := make(chan error, closers)
+	for range closers {
+		go func() { closeErrs <- tr.Close() }()
+	}
+	for range closers {
+		require.NoError(t, <-closeErrs)
+	}
+	require.NoError(t, tr.Close())
+
+	released := make(chan struct{})
+	go func() { consumers.Wait(); close(released) }()
+	select {
+	case <-released:
+	case <-time.After(transportTestWait):
+		t.Fatal("channel consumers still blocked after Close")
+	}
+	_, ok := <-tr.Packets()
+	require.False(t, ok, "Packets must be closed")
+	_, ok = <-tr.Streams()
+	require.False(t, ok, "Streams must be closed")
+
+	require.ErrorIs(t, tr.WriteTo([]byte("x"), addr), net.ErrClosed)
+	_, err = tr.DialStream(context.Background(), addr)
+	require.ErrorIs(t, err, net.ErrClosed)
+
+	// The port is free again, for UDP and TCP.
+	again, err := NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1", BindPort: int(addr.Port())})
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+}
+
+func TestNetTransportCloseClosesUnreceivedStreams(t *testing.T) {
+	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	b, err := NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1"})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), transportTestWait)
+	defer cancel()
+	conn, err := a.DialStream(ctx, b.LocalAddr())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.Eventually(t, func() bool { return b.Stats().StreamsAccepted == 1 }, transportTestWait, time.Millisecond)
+
+	// Nobody receives from b.Streams(): Close must not leak the queued conn.
+	require.NoError(t, b.Close())
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(transportTestWait)))
+	_, err = conn.Read(make([]byte, 1))
+	require.Error(t, err)
+	var netErr net.Error
+	require.False(t, errors.As(err, &netErr) && netErr.Timeout(), "peer still open: %v", err)
+}
+
+func TestNetTransportAdvertiseOverride(t *testing.T) {
+	tests := []struct {
+		name          string
+		advertiseAddr string
+		advertisePort int
+		wantAddr      string // "" = the bind address
+		wantPort      int    // 0 = the bound port
+	}{
+		{name: "address and port", advertiseAddr: "203.0.113.7", advertisePort: 7946, wantAddr: "203.0.113.7", wantPort: 7946},
+		{name: "address only", advertiseAddr: "203.0.113.7", wantAddr: "203.0.113.7"},
+		{name: "port only", advertisePort: 7946, wantPort: 7946},
+		{name: "IPv6 address", advertiseAddr: "2001:db8::7", advertisePort: 1, wantAddr: "2001:db8::7", wantPort: 1},
+		{name: "IPv4-mapped address is IPv4", advertiseAddr: "::ffff:203.0.113.7", wantAddr: "203.0.113.7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := newTestTransport(t, NetTransportConfig{
+				BindAddr:      "127.0.0.1",
+				AdvertiseAddr: tt.advertiseAddr,
+				AdvertisePort: tt.advertisePort,
+			})
+			bound := tr.udp.LocalAddr().(*net.UDPAddr).AddrPort()
+			want := netip.AddrPortFrom(bound.Addr().Unmap(), bound.Port())
+			if tt.wantAddr != "" {
+				want = netip.AddrPortFrom(netip.MustParseAddr(tt.wantAddr), want.Port())
+			}
+			if tt.wantPort != 0 {
+				want = netip.AddrPortFrom(want.Addr(), uint16(tt.wantPort))
+			}
+			require.Equal(t, want, tr.LocalAddr())
+		})
+	}
+}
+
+func TestNetTransportAdvertiseDerivedFromUnspecified(t *testing.T) {
+	for _, tc := range []struct{ name, bind, loopback string }{
+		{"IPv4", "0.0.0.0", "127.0.0.1"},
+		{"IPv6", "::", "::1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			skipWithoutIPv6(t, tc.loopback)
+			tr := newTestTransport(t, NetTransportConfig{BindAddr: tc.bind})
+			adv := tr.LocalAddr()
+			require.False(t, adv.Addr().IsUnspecified(), "advertised %s", adv)
+			require.Equal(t, netip.MustParseAddr(tc.bind).Is4(), adv.Addr().Is4(), "advertised %s", adv)
+			require.Equal(t, uint16(tr.udp.LocalAddr().(*net.UDPAddr).Port), adv.Port())
+
+			// Whatever was derived is one of this host's addresses, so a
+			// peer on loopback reaches it.
+			peer := newTestTransport(t, NetTransportConfig{BindAddr: tc.loopback})
+			require.NoError(t, peer.WriteTo([]byte("hello"), adv))
+			require.Equal(t, "hello", string(receiveTestPacket(t, tr).Data))
+		})
+	}
+}
+
+func TestNetTransportOccupiedPort(t *testing.T) {
+	t.Run("TCP taken", func(t *testing.T) {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+
+		_, err = NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1", BindPort: port})
+		require.ErrorContains(t, err, "bind TCP")
+
+		// The UDP socket bound before TCP failed was released.
+		udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		require.NoError(t, err)
+		require.NoError(t, udp.Close())
+	})
+	t.Run("UDP taken", func(t *testing.T) {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer pc.Close()
+		port := pc.LocalAddr().(*net.UDPAddr).Port
+
+		_, err = NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1", BindPort: port})
+		require.ErrorContains(t, err, "bind UDP")
+	})
+	t.Run("by another transport", func(t *testing.T) {
+		first := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+		_, err := NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1", BindPort: int(first.LocalAddr().Port())})
+		require.Error(t, err)
+	})
+}
+
+func TestNetTransportInvalidConfig(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   NetTransportConfig
+		field string
+	}{
+		{"bind address not an IP", NetTransportConfig{BindAddr: "localhost"}, "BindAddr"},
+		{"advertise address not an IP", NetTransportConfig{BindAddr: "127.0.0.1", AdvertiseAddr: "example.com"}, "AdvertiseAddr"},
+		{"advertise address unspecified", NetTransportConfig{BindAddr: "127.0.0.1", AdvertiseAddr: "0.0.0.0"}, "AdvertiseAddr"},
+		{"bind port too large", NetTransportConfig{BindAddr: "127.0.0.1", BindPort: 65536}, "BindPort"},
+		{"advertise port negative", NetTransportConfig{BindAddr: "127.0.0.1", AdvertisePort: -1}, "AdvertisePort"},
+		{"packet buffer negative", NetTransportConfig{BindAddr: "127.0.0.1", PacketBuffer: -1}, "PacketBuffer"},
+		{"stream limit negative", NetTransportConfig{BindAddr: "127.0.0.1", MaxConcurrentStreams: -1}, "MaxConcurrentStreams"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewNetTransport(&tt.cfg)
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			var ce *ConfigError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, "NetTransportConfig."+tt.field, ce.Field)
+		})
+	}
+}
+
+func TestNetTransportFullPacketChannelDrops(t *testing.T) {
+	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	b := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1", PacketBuffer: 1})
+
+	// Nobody reads b.Packets(): the first packet fills it, the rest must be
+	// dropped and counted, and neither side may block.
+	const sent = 5
+	for i := range sent {
+		require.NoError(t, a.WriteTo([]byte{byte(i)}, b.LocalAddr()))
+	}
+	require.Eventually(t, func() bool {
+		s := b.Stats()
+		return s.PacketsReceived == sent && s.PacketsDropped == sent-1
+	}, transportTestWait, time.Millisecond, "stats: %+v", b.Stats())
+	require.Len(t, b.Packets(), 1)
+	require.Equal(t, []byte{0}, receiveTestPacket(t, b).Data, "the queued packet is the first one")
+}
+
+func TestNetTransportFullStreamChannelRefuses(t *testing.T) {
+	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	b := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1", MaxConcurrentStreams: 1})
+
+	ctx, cancel := context.WithTimeout(context.Background(), transportTestWait)
+	defer cancel()
+	first, err := a.DialStream(ctx, b.LocalAddr())
+	require.NoError(t, err)
+	defer first.Close()
+	require.Eventually(t, func() bool { return b.Stats().StreamsAccepted == 1 }, transportTestWait, time.Millisecond)
+
+	// Nobody receives from b.Streams(): the second stream is refused, which
+	// its dialer sees as the connection closing.
+	second, err := a.DialStream(ctx, b.LocalAddr())
+	require.NoError(t, err)
+	defer second.Close()
+	require.Eventually(t, func() bool { return b.Stats().StreamsRefused == 1 }, transportTestWait, time.Millisecond)
+	require.NoError(t, second.SetReadDeadline(time.Now().Add(transportTestWait)))
+	_, err = second.Read(make([]byte, 1))
+	require.Error(t, err)
+	var netErr net.Error
+	require.False(t, errors.As(err, &netErr) && netErr.Timeout(), "refused stream still open: %v", err)
+
+	// The queued stream is still the first one, intact.
+	in := acceptTestStream(t, b)
+	require.Equal(t, first.LocalAddr().String(), in.RemoteAddr().String())
+}
