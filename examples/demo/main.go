@@ -13,7 +13,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -106,8 +105,7 @@ func run(ctx context.Context, verbose bool) error {
 	}()
 	start := func(name string, args ...string) (*agent, error) {
 		cmd := exec.Command(bin, append([]string{"-name", name, "-profile", "local", "-bind", "127.0.0.1"}, args...)...)
-		cmd.Stderr = io.Discard
-		if verbose {
+		if verbose { // otherwise the logs go to the null device
 			cmd.Stderr = os.Stderr
 		}
 		stdout, err := cmd.StdoutPipe()
@@ -143,6 +141,7 @@ func run(ctx context.Context, verbose bool) error {
 	joined := map[string]map[string]time.Time{}
 	left := map[string]map[string]event{}
 	suspected := map[string]bool{}
+	mark := time.Now() // start of the current phase, for the timings printed
 	handle := func(e event) {
 		switch e.Ev {
 		case "suspect":
@@ -150,7 +149,7 @@ func run(ctx context.Context, verbose bool) error {
 			// failure; the rest is the suspicion spreading.
 			if !suspected[e.Node] {
 				suspected[e.Node] = true
-				fmt.Printf("  %s suspects %s\n", e.seenBy, e.Node)
+				fmt.Printf("  %s suspects %s after %.2fs\n", e.seenBy, e.Node, time.Unix(0, e.T).Sub(mark).Seconds())
 			}
 		case "alive":
 			if suspected[e.Node] {
@@ -239,6 +238,7 @@ func run(ctx context.Context, verbose bool) error {
 	// notice by themselves (probe, suspicion, death).
 	victim := agents[2]
 	killed := time.Now()
+	mark = killed
 	if err := victim.cmd.Process.Kill(); err != nil {
 		return err
 	}
@@ -253,6 +253,7 @@ func run(ctx context.Context, verbose bool) error {
 	if sigLeave != nil {
 		leaver := agents[4]
 		asked := time.Now()
+		mark = asked
 		if err := leaver.cmd.Process.Signal(sigLeave); err != nil {
 			return err
 		}
