@@ -96,6 +96,31 @@ type Config struct {
 	// MaxConcurrentStreams bounds inbound and outbound TCP exchanges in
 	// flight; more are refused (and counted). Default 32.
 	MaxConcurrentStreams int
+	// PauseTolerance is the longest a member may stop responding (a GC
+	// pause, a VM migration, a saturated link) without being declared dead.
+	// It sets the suspicion timeout: Min = PauseTolerance (see
+	// Machine.suspicionBounds), so detecting a real crash takes about the
+	// tolerance plus the time to the first failed probe and the final
+	// check. Zero falls back to SuspicionMult·max(1, log10 N)·ProbeInterval.
+	// Default 5s (LAN), 15s (WAN), 2s (Local).
+	PauseTolerance time.Duration
+	// AwarenessMaxMultiplier bounds the local health score (Lifeguard
+	// §IV-A): probe interval and timeout scale by score+1, score at most
+	// AwarenessMaxMultiplier-1. 1 disables it. Default 8.
+	AwarenessMaxMultiplier int
+	// Nacks makes a ping-req relay answer with a nack when the target stays
+	// silent, so the requester can tell "the target is gone" from "my
+	// peers cannot hear me" (Lifeguard §IV-A). Default true.
+	Nacks bool
+	// AnyTrafficHeartbeat counts any packet from a member as a sign of life
+	// (Apache Geode): a probe whose ack was lost succeeds if the target was
+	// heard from meanwhile, and a suspicion is not turned into a death while
+	// the suspect is still heard from. Default true.
+	AnyTrafficHeartbeat bool
+	// TCPCheckFilter, if set, says which members may be checked over TCP
+	// (for example those known to firewall it); nil allows all.
+	TCPCheckFilter func(name string) bool
+
 	// BuddyPing makes a ping to a member held suspect carry the suspicion,
 	// so the member refutes at once (Lifeguard §IV-C). Default true.
 	BuddyPing bool
@@ -107,9 +132,10 @@ type Config struct {
 	// Default true.
 	FinalCheck bool
 
-	// TCPChecks makes the final check also ping the suspect over TCP, for
-	// networks that drop UDP or lose the one packet that matters; the
-	// reply carries the member's current incarnation. Default true.
+	// TCPChecks adds TCP pings: in parallel with the indirect probes, and
+	// in the final check. They help on networks that drop UDP, or when the
+	// one packet that matters is lost; the reply carries the member's
+	// current incarnation. Default true.
 	TCPChecks bool
 
 	// EventBuffer bounds the events waiting for the Events handler; past it
@@ -149,6 +175,10 @@ func DefaultLANConfig() *Config {
 		BroadcastQueueLimit:     4096,
 		MaxConcurrentStreams:    32,
 		EventBuffer:             1024,
+		PauseTolerance:          5 * time.Second,
+		AwarenessMaxMultiplier:  8,
+		Nacks:                   true,
+		AnyTrafficHeartbeat:     true,
 		BuddyPing:               true,
 		FinalCheck:              true,
 		TCPChecks:               true,
@@ -169,6 +199,7 @@ func DefaultWANConfig() *Config {
 	c.ReconnectInterval = 30 * time.Second
 	c.ReconnectTimeout = 24 * time.Hour
 	c.StreamTimeout = 30 * time.Second
+	c.PauseTolerance = 15 * time.Second
 	return c
 }
 
@@ -186,6 +217,7 @@ func DefaultLocalConfig() *Config {
 	c.ReconnectInterval = 2 * time.Second
 	c.ReconnectTimeout = time.Hour
 	c.StreamTimeout = 5 * time.Second
+	c.PauseTolerance = 2 * time.Second
 	return c
 }
 
@@ -233,6 +265,12 @@ func (c *Config) Validate() error {
 		return bad("SuspicionMult", "must be at least 1")
 	case c.SuspicionMaxTimeoutMult < 1:
 		return bad("SuspicionMaxTimeoutMult", "must be at least 1")
+	case c.PauseTolerance < 0:
+		return bad("PauseTolerance", "must not be negative")
+	case c.PauseTolerance > 0 && c.PauseTolerance < c.ProbeInterval:
+		return bad("PauseTolerance", fmt.Sprintf("(%v) must be at least ProbeInterval (%v)", c.PauseTolerance, c.ProbeInterval))
+	case c.AwarenessMaxMultiplier < 1:
+		return bad("AwarenessMaxMultiplier", "must be at least 1")
 	case c.RetransmitMult < 1:
 		return bad("RetransmitMult", "must be at least 1")
 	case c.GossipInterval < 0:

@@ -111,23 +111,35 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 	if !ok || !s.live() || d.Incarnation < s.Incarnation {
 		return
 	}
-	if s.State == StateSuspect && d.Incarnation == s.Incarnation {
-		return // already suspected at this incarnation
-	}
-	m.suspect(now, s, d.Incarnation, d.From)
+	m.suspect(now, s, d.Incarnation, d.From, now)
 }
 
-// suspect marks a live member suspect at inc and gossips it (SWIM §4.2).
-func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string) {
+// suspect marks a live member suspect at inc and gossips it (SWIM §4.2); the
+// suspicion is anchored at anchor. An accusation of a member already
+// suspected at inc is a confirmation: when it is a new, independent one,
+// it shortens the timer and is passed on so others count it too (Lifeguard
+// §IV-B).
+func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string, anchor time.Time) {
+	msg := &wire.Suspect{Name: s.Name, Incarnation: inc, From: from}
+	if s.State == StateSuspect && s.Incarnation == inc {
+		if m.startSuspicion(now, s.Name, inc, from, anchor) {
+			m.stats.SuspicionsConfirmed++
+			m.queueBroadcast(s.Name, msg)
+		}
+		return
+	}
 	if from == m.self.Name {
 		m.stats.SuspicionsRaised++
 	}
+	wasSuspect := s.State == StateSuspect
 	s.Incarnation = inc
 	m.setState(now, s, StateSuspect)
 	m.version++
-	m.startSuspicion(now, s.Name, inc, from)
-	m.event(EventSuspect, s)
-	m.queueBroadcast(s.Name, &wire.Suspect{Name: s.Name, Incarnation: inc, From: from})
+	m.startSuspicion(now, s.Name, inc, from, anchor)
+	if !wasSuspect {
+		m.event(EventSuspect, s)
+	}
+	m.queueBroadcast(s.Name, msg)
 }
 
 // handleDead applies a dead or left delta.
@@ -167,6 +179,9 @@ func (m *Machine) selfAccused(now time.Time, inc uint64) {
 		return
 	}
 	if inc >= m.self.Incarnation {
+		// Lifeguard §IV-A: being accused is a sign that we may be the
+		// slow one.
+		m.adjustHealth(1)
 		m.refute(now, inc)
 		return
 	}

@@ -75,6 +75,7 @@ func NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time)
 type memberState struct {
 	Member
 	stateChange time.Time // when State last changed
+	lastHeard   time.Time // when any packet from it last arrived (Geode heartbeat)
 	liveIdx     int       // index in machineState.live, -1 when not live
 }
 
@@ -144,6 +145,8 @@ type machineState struct {
 	seedsUntil    time.Time
 
 	leaveBroadcast *broadcast
+
+	health int // local health score, Lifeguard §IV-A (health.go)
 
 	out   Ready
 	stats Stats
@@ -274,6 +277,14 @@ func (m *Machine) NextDeadline() time.Time {
 	}
 	if len(m.relayFIFO) > 0 {
 		earliest(m.relayFIFO[0].expires)
+		if m.cfg.Nacks {
+			for _, rl := range m.relayFIFO {
+				if !rl.done && !rl.nacked {
+					earliest(rl.nackAt)
+					break
+				}
+			}
+		}
 	}
 	if len(m.suspHeap) > 0 {
 		earliest(m.suspHeap[0].deadline)
@@ -320,6 +331,10 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	if err != nil {
 		m.stats.PacketsDropped++
 		return fmt.Errorf("swim: packet from %s: %w", from, err)
+	}
+	if s, ok := m.byAddr[from]; ok && s != m.self {
+		// Geode: any message from a member counts as a heartbeat.
+		s.lastHeard = now
 	}
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
@@ -420,6 +435,12 @@ type Stats struct {
 	BytesSent, BytesReceived     uint64
 	PacketsDropped               uint64 // malformed or unknown
 	Probes, ProbesFailed         uint64
+	ProbesSavedByTraffic         uint64 // ack lost, but the target was heard from during the probe
+	TCPProbesSaved               uint64 // UDP failed, the fallback TCP ping answered
+	NacksSent, NacksReceived     uint64
+	NacksMissing                 uint64 // expected from relays that stayed silent
+	SuspicionsConfirmed          uint64 // independent accusations that shortened a suspicion
+	SuspicionsSavedByTraffic     uint64 // suspect heard from since it was accused, not declared dead
 	PingReqsSent, PingReqsServed uint64
 	SuspicionsRaised             uint64
 	Refutations                  uint64

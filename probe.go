@@ -17,6 +17,10 @@ type probeRound struct {
 	timeoutAt time.Time // direct ping gives up; indirect probes start
 	endAt     time.Time // the period ends; no ack by then means failure
 	indirect  bool
+	// nacks expected from and received from the ping-req relays
+	// (Lifeguard §IV-A): relays that stay silent point at us.
+	nacksExpected, nacksReceived int
+	tcpID                        uint64 // fallback TCP ping in flight, 0 if none
 }
 
 // relay is a ping this member sends on behalf of a ping-req requester.
@@ -24,8 +28,10 @@ type relay struct {
 	seq          uint32 // our ping's sequence number
 	requester    netip.AddrPort
 	requesterSeq uint32
+	nackAt       time.Time // when to tell the requester the target is silent
 	expires      time.Time
 	done         bool
+	nacked       bool
 }
 
 func (m *Machine) nextSeq() uint32 {
@@ -43,13 +49,16 @@ func (m *Machine) tickProbe(now time.Time) {
 		}
 		if !now.Before(p.endAt) {
 			m.probe = nil
-			m.probeFailed(now, p)
+			m.probeEnded(now, p)
 		}
 	}
 	if m.self.State != StateAlive || now.Before(m.nextProbe) {
 		return
 	}
-	m.nextProbe = now.Add(m.cfg.ProbeInterval)
+	// Lifeguard §IV-A: an unhealthy member probes less often and waits
+	// longer for acks.
+	interval := m.scaled(m.cfg.ProbeInterval)
+	m.nextProbe = now.Add(interval)
 	target := m.nextProbeTarget()
 	if target == nil {
 		return
@@ -58,8 +67,8 @@ func (m *Machine) tickProbe(now time.Time) {
 		target:    target,
 		seq:       m.nextSeq(),
 		start:     now,
-		timeoutAt: now.Add(m.cfg.ProbeTimeout),
-		endAt:     now.Add(m.cfg.ProbeInterval),
+		timeoutAt: now.Add(m.scaled(m.cfg.ProbeTimeout)),
+		endAt:     now.Add(interval),
 	}
 	m.probe = p
 	m.stats.Probes++
@@ -119,19 +128,53 @@ func (m *Machine) startIndirect(now time.Time, p *probeRound) {
 	}
 	for _, peer := range m.randomLive(m.cfg.IndirectChecks, p.target) {
 		m.stats.PingReqsSent++
+		if m.cfg.Nacks {
+			p.nacksExpected++
+		}
 		m.send(peer.Addr, req)
+	}
+	if m.cfg.TCPChecks && m.tcpCheckAllowed(p.target) {
+		// In parallel with the indirect probes, for networks that drop
+		// UDP to some members: a TCP connection that answers is alive.
+		p.tcpID = m.startStreamPing(p.target, &wire.Ping{Seq: p.seq, Target: p.target.Name, From: m.self.Name}, m.scaled(m.cfg.ProbeInterval-m.cfg.ProbeTimeout))
 	}
 }
 
-// probeFailed handles a period that ended without an ack: the target
-// becomes suspect, not dead (SWIM §4.2).
-func (m *Machine) probeFailed(now time.Time, p *probeRound) {
-	m.stats.ProbesFailed++
+func (m *Machine) tcpCheckAllowed(s *memberState) bool {
+	return m.cfg.TCPCheckFilter == nil || m.cfg.TCPCheckFilter(s.Name)
+}
+
+// probeSucceeded ends the current probe on an ack (direct, relayed or over
+// TCP).
+func (m *Machine) probeSucceeded(p *probeRound) {
+	m.probe = nil
+	m.adjustHealth(-1)
+}
+
+// probeEnded handles a period that ended without an ack. If the target was
+// heard from during the probe (any packet, Geode's heartbeat rule), the ack
+// was merely lost: success. Otherwise the target becomes suspect, not dead
+// (SWIM §4.2), and our health score rises: by one, or by the nacks that did
+// not come, which say our own link is the problem (Lifeguard §IV-A).
+func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 	t := p.target
+	if m.cfg.AnyTrafficHeartbeat && !t.lastHeard.Before(p.start) {
+		m.stats.ProbesSavedByTraffic++
+		m.adjustHealth(-1)
+		return
+	}
+	m.stats.ProbesFailed++
+	if p.nacksExpected > 0 {
+		missing := p.nacksExpected - p.nacksReceived
+		m.stats.NacksMissing += uint64(missing)
+		m.adjustHealth(missing)
+	} else {
+		m.adjustHealth(1)
+	}
 	if m.members[t.Name] != t || !t.live() {
 		return
 	}
-	m.suspect(now, t, t.Incarnation, m.self.Name)
+	m.suspect(now, t, t.Incarnation, m.self.Name, p.start)
 }
 
 // randomLive picks up to n distinct random live members other than exclude.
@@ -184,7 +227,10 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, r *wire.Ping
 		seq:          m.nextSeq(),
 		requester:    from,
 		requesterSeq: r.Seq,
-		expires:      now.Add(m.cfg.ProbeTimeout),
+		// Lifeguard §IV-A: the nack goes out at 80% of the probe
+		// timeout, early enough to reach the requester in time.
+		nackAt:  now.Add(m.cfg.ProbeTimeout * 4 / 5),
+		expires: now.Add(m.cfg.ProbeTimeout),
 	}
 	m.relays[rl.seq] = rl
 	m.relayFIFO = append(m.relayFIFO, rl)
@@ -194,7 +240,7 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, r *wire.Ping
 // handleAck completes our probe or relays an ack to a ping-req requester.
 func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 	if p := m.probe; p != nil && p.seq == a.Seq {
-		m.probe = nil
+		m.probeSucceeded(p)
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {
@@ -208,12 +254,31 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 	}
 }
 
-// handleNack notes a relay's report that the target stayed silent.
-func (m *Machine) handleNack(now time.Time, from netip.AddrPort, n *wire.Nack) {}
+// handleNack notes a relay's report that the target stayed silent: the
+// relay is reachable, so our own link works (Lifeguard §IV-A).
+func (m *Machine) handleNack(now time.Time, from netip.AddrPort, n *wire.Nack) {
+	m.stats.NacksReceived++
+	if p := m.probe; p != nil && p.seq == n.Seq {
+		p.nacksReceived++
+	}
+}
 
-// expireRelays forgets relayed pings whose time is up. Relays expire in the
-// order they were made, since they all live ProbeTimeout.
+// expireRelays sends the nacks that are due and forgets relayed pings whose
+// time is up. Relays expire in the order they were made, since they all live
+// ProbeTimeout.
 func (m *Machine) expireRelays(now time.Time) {
+	if m.cfg.Nacks {
+		for _, rl := range m.relayFIFO {
+			if now.Before(rl.nackAt) {
+				break
+			}
+			if !rl.done && !rl.nacked {
+				rl.nacked = true
+				m.stats.NacksSent++
+				m.send(rl.requester, &wire.Nack{Seq: rl.requesterSeq})
+			}
+		}
+	}
 	i := 0
 	for ; i < len(m.relayFIFO); i++ {
 		rl := m.relayFIFO[i]
@@ -234,7 +299,7 @@ func (m *Machine) expireRelays(now time.Time) {
 // suspicion, if we hold one) goes on a stream, and the member replies with
 // an ack and its current alive, which proves it is the same member at an
 // incarnation we can compare.
-func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping) uint64 {
+func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping, timeout time.Duration) uint64 {
 	frames := make([][]byte, 0, 2)
 	f, err := wire.AppendFrame(nil, ping)
 	if err != nil {
@@ -254,7 +319,7 @@ func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping) uint64 {
 		ID:      id,
 		To:      target.Addr,
 		Data:    wire.AppendCompound(nil, frames),
-		Timeout: m.cfg.ProbeTimeout,
+		Timeout: timeout,
 	})
 	return id
 }
@@ -290,6 +355,10 @@ func (m *Machine) handleStreamPing(now time.Time, from netip.AddrPort, p *wire.P
 func (m *Machine) handleStreamPingReply(now time.Time, id uint64, resp []byte, err error) error {
 	fc := m.streamChecks[id]
 	delete(m.streamChecks, id)
+	probe := m.probe
+	if probe != nil && probe.tcpID != id {
+		probe = nil
+	}
 	if err != nil {
 		m.stats.TCPPingsFailed++
 		return err
@@ -306,6 +375,10 @@ func (m *Machine) handleStreamPingReply(now time.Time, id uint64, resp []byte, e
 		case *wire.Ack:
 			if fc != nil && msg.Seq == fc.seq {
 				m.finalCheckAnswered(now, fc)
+			}
+			if probe != nil && msg.Seq == probe.seq && m.probe == probe {
+				m.stats.TCPProbesSaved++
+				m.probeSucceeded(probe)
 			}
 		}
 	}

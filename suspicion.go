@@ -11,13 +11,47 @@ import (
 // suspicion is the timer that turns a suspect member into a dead one unless
 // it refutes first (SWIM §4.2). It is keyed by member and incarnation: a
 // suspicion at a newer incarnation replaces it, a refutation cancels it.
+// Independent accusations of the same incarnation shorten it (Lifeguard
+// §IV-B): the more members fail to reach the suspect on their own, the less
+// likely it is that the first accuser was the one in trouble.
 type suspicion struct {
 	name        string
 	incarnation uint64
-	start       time.Time
+	start       time.Time // the anchor: the failed probe's start, or when the rumor arrived
 	deadline    time.Time
-	from        string // who raised it, for the dead message
-	index       int    // in the heap; -1 once removed
+	from        string   // who raised it first
+	confirmers  []string // distinct accusers after the first, at most k
+	k           int      // confirmations that bring the timeout down to min
+	min, max    time.Duration
+	index       int // in the heap; -1 once removed
+}
+
+// timeout is max(Min, Max - (Max-Min)·ln(C+1)/ln(K+1)) for C confirmations
+// (Lifeguard §IV-B): Max with none, falling to Min at K.
+func (s *suspicion) timeout() time.Duration {
+	if s.k < 1 || s.max <= s.min {
+		return s.min
+	}
+	c := float64(len(s.confirmers))
+	frac := math.Log(c+1) / math.Log(float64(s.k)+1)
+	t := s.max - time.Duration(frac*float64(s.max-s.min))
+	return max(t, s.min)
+}
+
+// confirm records an accusation by from; it reports whether it was new and
+// counted (duplicates from one accuser count once).
+func (s *suspicion) confirm(from string) bool {
+	if from == s.from || len(s.confirmers) >= s.k {
+		return false
+	}
+	for _, c := range s.confirmers {
+		if c == from {
+			return false
+		}
+	}
+	s.confirmers = append(s.confirmers, from)
+	s.deadline = s.start.Add(s.timeout())
+	return true
 }
 
 // suspicionHeap orders suspicions by deadline, ties broken by name so that
@@ -50,33 +84,83 @@ func (h *suspicionHeap) Pop() any {
 	return s
 }
 
-// suspicionTimeout is SuspicionMult·max(1, log10 N)·ProbeInterval (SWIM §4.2
-// with memberlist's scaling by cluster size): larger clusters need more time
-// for the suspicion to reach the suspect and its refutation to come back.
-func (m *Machine) suspicionTimeout() time.Duration {
-	n := float64(m.NumMembers())
-	scale := math.Max(1, math.Log10(math.Max(1, n)))
-	return time.Duration(float64(m.cfg.SuspicionMult) * scale * float64(m.cfg.ProbeInterval))
+// suspicionBounds returns the suspicion timeout with full confirmation
+// (Min) and with none (Max = SuspicionMaxTimeoutMult·Min).
+//
+// With a PauseTolerance T, Min = T: a suspicion is anchored at the start of
+// the probe that failed, and a paused member stays silent from at most that
+// moment on, so it is not declared dead before it has been silent for T; the
+// final check that follows gives it the chance to answer once it resumes.
+// Without the final check, Min also covers the time a refutation needs to
+// reach everyone: GossipInterval times the gossip rounds to cover N members.
+// With no tolerance set, Min = SuspicionMult·max(1, log10 N)·ProbeInterval,
+// as in SWIM §4.2 with memberlist's scaling by cluster size.
+func (m *Machine) suspicionBounds() (lo, hi time.Duration) {
+	n := m.NumMembers()
+	if m.cfg.PauseTolerance > 0 {
+		lo = m.cfg.PauseTolerance
+		if !m.cfg.FinalCheck {
+			lo += m.refutationSpread(n)
+		}
+	} else {
+		scale := math.Max(1, math.Log10(math.Max(1, float64(n))))
+		lo = time.Duration(float64(m.cfg.SuspicionMult) * scale * float64(m.cfg.ProbeInterval))
+	}
+	return lo, lo * time.Duration(m.cfg.SuspicionMaxTimeoutMult)
 }
 
-// startSuspicion arms (or re-arms, for a newer incarnation) the timer of a
-// suspect member.
-func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from string) {
+// refutationSpread estimates how long gossip takes to reach n members:
+// each round, every member that knows sends to GossipNodes others, so the
+// informed set grows about (GossipNodes+1)-fold per GossipInterval.
+func (m *Machine) refutationSpread(n int) time.Duration {
+	if m.cfg.GossipInterval <= 0 || n <= 1 {
+		return m.cfg.ProbeInterval * time.Duration(max(1, int(math.Ceil(math.Log10(float64(n+1))))))
+	}
+	rounds := math.Ceil(math.Log(float64(n)) / math.Log(float64(m.cfg.GossipNodes+1)))
+	return time.Duration(rounds+1) * m.cfg.GossipInterval
+}
+
+// confirmationsNeeded is K of Lifeguard §IV-B: SuspicionMult-2, and none
+// when the cluster is too small to have that many independent accusers.
+func (m *Machine) confirmationsNeeded() int {
+	k := m.cfg.SuspicionMult - 2
+	if others := m.NumMembers() - 2; others < k {
+		k = max(others, 0)
+	}
+	return k
+}
+
+// startSuspicion arms the timer of a member suspected at inc, anchored at
+// anchor; for a member already suspected at inc, it counts from as a
+// confirmation and reports whether that was new.
+func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from string, anchor time.Time) bool {
 	if old, ok := m.suspicions[name]; ok {
-		if old.incarnation >= inc {
-			return
+		if old.incarnation > inc {
+			return false
+		}
+		if old.incarnation == inc {
+			if !old.confirm(from) {
+				return false
+			}
+			heap.Fix(&m.suspHeap, old.index)
+			return true
 		}
 		m.cancelSuspicion(name)
 	}
+	lo, hi := m.suspicionBounds()
 	s := &suspicion{
 		name:        name,
 		incarnation: inc,
-		start:       now,
-		deadline:    now.Add(m.suspicionTimeout()),
+		start:       anchor,
 		from:        from,
+		k:           m.confirmationsNeeded(),
+		min:         lo,
+		max:         hi,
 	}
+	s.deadline = anchor.Add(s.timeout())
 	m.suspicions[name] = s
 	heap.Push(&m.suspHeap, s)
+	return false
 }
 
 // cancelSuspicion stops a member's suspicion timer, if any.
@@ -99,6 +183,15 @@ func (m *Machine) expireSuspicions(now time.Time) {
 		delete(m.suspicions, s.name)
 		mem, ok := m.members[s.name]
 		if !ok || mem.State != StateSuspect || mem.Incarnation != s.incarnation {
+			continue
+		}
+		if m.cfg.AnyTrafficHeartbeat && mem.lastHeard.After(s.start) {
+			// Geode: the suspect has been heard from since it was
+			// accused, so it is not dead; start over from that moment,
+			// and tell it of the suspicion so it refutes.
+			m.stats.SuspicionsSavedByTraffic++
+			m.startSuspicion(now, s.name, s.incarnation, m.self.Name, mem.lastHeard)
+			m.send(mem.Addr, &wire.Ping{Seq: m.nextSeq(), Target: mem.Name, From: m.self.Name})
 			continue
 		}
 		if m.cfg.FinalCheck {
@@ -137,7 +230,7 @@ func (m *Machine) startFinalCheck(now time.Time, mem *memberState) {
 	if m.cfg.TCPChecks {
 		// The same check over TCP, for networks that drop UDP or lose
 		// the one packet that matters.
-		m.streamChecks[m.startStreamPing(mem, ping)] = fc
+		m.streamChecks[m.startStreamPing(mem, ping, m.cfg.ProbeTimeout)] = fc
 	}
 }
 
@@ -153,7 +246,7 @@ func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
 	m.stats.FinalChecksSaved++
 	mem, ok := m.members[fc.name]
 	if ok && mem.State == StateSuspect && mem.Incarnation == fc.incarnation {
-		m.startSuspicion(now, fc.name, fc.incarnation, m.self.Name)
+		m.startSuspicion(now, fc.name, fc.incarnation, m.self.Name, now)
 	}
 }
 
