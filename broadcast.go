@@ -183,12 +183,24 @@ func (m *Machine) tickGossip(now time.Time) {
 		return
 	}
 	m.nextGossip = now.Add(m.cfg.GossipInterval)
+	fanout := m.cfg.GossipNodes
+	if m.urgent {
+		// News of a death this member declared itself goes out with a
+		// wider first round: everyone is waiting on it, and it is rare.
+		fanout *= 3
+		m.urgent = false
+	}
+	m.gossip(fanout)
+}
+
+// gossip sends pending deltas to fanout random members.
+func (m *Machine) gossip(fanout int) {
 	n := m.gossipTargets()
 	if n == 0 {
 		return
 	}
 	picked := m.pickScratch[:0]
-	for attempts := 0; len(picked) < m.cfg.GossipNodes && attempts < 4*m.cfg.GossipNodes+8; attempts++ {
+	for attempts := 0; len(picked) < fanout && attempts < 4*fanout+8; attempts++ {
 		i := m.rng.IntN(n)
 		var s *memberState
 		if i < len(m.live) {

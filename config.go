@@ -96,6 +96,14 @@ type Config struct {
 	// MaxConcurrentStreams bounds inbound and outbound TCP exchanges in
 	// flight; more are refused (and counted). Default 32.
 	MaxConcurrentStreams int
+	// AlignedProbing numbers probe rounds from the clock and has every
+	// member probe the member r places after it on a shared ring in round r,
+	// so that (while views agree) every member is probed exactly once per
+	// round and a crash is probed within one ProbeInterval. Off, targets
+	// follow SWIM's randomized round-robin (§4.3). It needs clocks synced
+	// to well within ProbeInterval (NTP); unsynced clocks degrade it to
+	// random probing, never worse. Default true.
+	AlignedProbing bool
 	// PauseTolerance is the longest a member may stop responding (a GC
 	// pause, a VM migration, a saturated link) without being declared dead.
 	// It sets the suspicion timeout: Min = PauseTolerance (see
@@ -175,6 +183,7 @@ func DefaultLANConfig() *Config {
 		BroadcastQueueLimit:     4096,
 		MaxConcurrentStreams:    32,
 		EventBuffer:             1024,
+		AlignedProbing:          true,
 		PauseTolerance:          5 * time.Second,
 		AwarenessMaxMultiplier:  8,
 		Nacks:                   true,

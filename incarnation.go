@@ -167,6 +167,10 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 	m.version++
 	m.event(EventLeave, s)
 	m.queueBroadcast(s.Name, &wire.Dead{Name: s.Name, Incarnation: inc, From: from, Left: left})
+	if from == m.self.Name {
+		m.urgent = true
+		m.nextGossip = now
+	}
 }
 
 // selfAccused handles a suspicion or death of this member at inc. At or
@@ -238,6 +242,7 @@ func (m *Machine) setLive(s *memberState) {
 	}
 	s.liveIdx = len(m.live)
 	m.live = append(m.live, s)
+	m.ringInsert(s)
 }
 
 func (m *Machine) unsetLive(s *memberState) {
@@ -251,6 +256,7 @@ func (m *Machine) unsetLive(s *memberState) {
 	m.live[last] = nil
 	m.live = m.live[:last]
 	s.liveIdx = -1
+	m.ringRemove(s)
 }
 
 func (m *Machine) removeDead(s *memberState) {

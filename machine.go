@@ -77,6 +77,7 @@ type memberState struct {
 	stateChange time.Time // when State last changed
 	lastHeard   time.Time // when any packet from it last arrived (Geode heartbeat)
 	liveIdx     int       // index in machineState.live, -1 when not live
+	ringKey     uint64    // position on the probe ring (probe.go)
 }
 
 func (s *memberState) live() bool { return s.State == StateAlive || s.State == StateSuspect }
@@ -116,6 +117,8 @@ type machineState struct {
 	version   uint64
 
 	// probing (probe.go)
+	ring       []*memberState // live members and self, by ringKey
+	phase      time.Duration  // this member's offset within each round
 	probeOrder []*memberState
 	probeNext  int
 	nextProbe  time.Time
@@ -146,7 +149,8 @@ type machineState struct {
 
 	leaveBroadcast *broadcast
 
-	health int // local health score, Lifeguard §IV-A (health.go)
+	health int  // local health score, Lifeguard §IV-A (health.go)
+	urgent bool // widen the next gossip round (a death we declared)
 
 	out   Ready
 	stats Stats
@@ -174,9 +178,11 @@ func (m *Machine) init(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now tim
 	m.members[cfg.Name] = m.self
 	m.byAddr[addr] = m.self
 	m.version = 1
+	m.ringInsert(m.self)
 	// Spread the periodic work of members started together over one
 	// interval, so they do not probe and exchange state in lockstep.
-	m.nextProbe = now.Add(m.jitter(cfg.ProbeInterval))
+	m.phase = m.jitter(cfg.ProbeInterval)
+	m.nextProbe = m.nextRoundStart(now, 1)
 	m.nextGossip = now
 	if cfg.PushPullInterval > 0 {
 		m.nextPushPull = now.Add(cfg.PushPullInterval/2 + m.jitter(cfg.PushPullInterval))

@@ -3,6 +3,8 @@ package swim
 import (
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/swim-go/swim/internal/wire"
@@ -58,8 +60,8 @@ func (m *Machine) tickProbe(now time.Time) {
 	// Lifeguard §IV-A: an unhealthy member probes less often and waits
 	// longer for acks.
 	interval := m.scaled(m.cfg.ProbeInterval)
-	m.nextProbe = now.Add(interval)
-	target := m.nextProbeTarget()
+	m.nextProbe = m.nextRoundStart(now, m.health+1)
+	target := m.nextProbeTarget(now)
 	if target == nil {
 		return
 	}
@@ -75,10 +77,91 @@ func (m *Machine) tickProbe(now time.Time) {
 	m.send(target.Addr, &wire.Ping{Seq: p.seq, Target: target.Name, From: m.self.Name})
 }
 
-// nextProbeTarget walks the probe list in its shuffled order and reshuffles
+// nextProbeTarget picks the member to probe in this round.
+func (m *Machine) nextProbeTarget(now time.Time) *memberState {
+	if m.cfg.AlignedProbing {
+		return m.alignedTarget(now)
+	}
+	return m.shuffledTarget()
+}
+
+// Aligned probing. SWIM's randomized round-robin (§4.3) probes each member
+// once per pass of every prober, but at independent random times: in a
+// given period nobody probes a given member with probability about 1/e, so
+// the first probe of a crashed member comes after 4.6 periods at p99. Here
+// every member sorts the live members into one ring by a hash of their
+// names and, in round r, probes the member (r mod (N-1))+1 places after
+// itself. Rounds are numbered from the clock, so while views agree each
+// round is a permutation: every member is probed exactly once per round,
+// and a crash is first probed within one round. Views that disagree during
+// churn only make a round probe some member twice and another not at all.
+// Each member keeps a random phase within the round, spreading the traffic.
+
+// ringKeyOf places a member on the probe ring (FNV-1a of its name).
+func ringKeyOf(name string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func ringLess(a, b *memberState) int {
+	switch {
+	case a.ringKey < b.ringKey:
+		return -1
+	case a.ringKey > b.ringKey:
+		return 1
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+func (m *Machine) ringInsert(s *memberState) {
+	if s.ringKey == 0 {
+		s.ringKey = ringKeyOf(s.Name)
+	}
+	i, found := slices.BinarySearchFunc(m.ring, s, ringLess)
+	if !found {
+		m.ring = slices.Insert(m.ring, i, s)
+	}
+}
+
+func (m *Machine) ringRemove(s *memberState) {
+	if i, found := slices.BinarySearchFunc(m.ring, s, ringLess); found {
+		m.ring = slices.Delete(m.ring, i, i+1)
+	}
+}
+
+// round numbers the probe rounds from the clock, shifted by our phase.
+func (m *Machine) round(now time.Time) int64 {
+	return (now.UnixNano() - int64(m.phase)) / int64(m.cfg.ProbeInterval)
+}
+
+// nextRoundStart is when the round k rounds after the current one starts
+// for this member.
+func (m *Machine) nextRoundStart(now time.Time, k int) time.Time {
+	r := m.round(now) + int64(k)
+	return time.Unix(0, r*int64(m.cfg.ProbeInterval)+int64(m.phase)).In(now.Location())
+}
+
+func (m *Machine) alignedTarget(now time.Time) *memberState {
+	n := len(m.ring)
+	if n < 2 {
+		return nil
+	}
+	pos, found := slices.BinarySearchFunc(m.ring, m.self, ringLess)
+	if !found {
+		return nil
+	}
+	off := 1 + int(uint64(m.round(now))%uint64(n-1))
+	return m.ring[(pos+off)%n]
+}
+
+// shuffledTarget walks the probe list in its shuffled order and reshuffles
 // it after each full pass: randomized round-robin, which bounds the time
 // until any given member is probed (SWIM §4.3).
-func (m *Machine) nextProbeTarget() *memberState {
+func (m *Machine) shuffledTarget() *memberState {
 	for attempts := 0; attempts < 2; attempts++ {
 		for m.probeNext < len(m.probeOrder) {
 			s := m.probeOrder[m.probeNext]

@@ -23,7 +23,11 @@ type suspicion struct {
 	confirmers  []string // distinct accusers after the first, at most k
 	k           int      // confirmations that bring the timeout down to min
 	min, max    time.Duration
-	index       int // in the heap; -1 once removed
+	// lead starts the final check this much before the timeout, so that
+	// the check overlaps the last moments of the window instead of adding
+	// a whole probe timeout after it.
+	lead  time.Duration
+	index int // in the heap; -1 once removed
 }
 
 // timeout is max(Min, Max - (Max-Min)·ln(C+1)/ln(K+1)) for C confirmations
@@ -50,7 +54,7 @@ func (s *suspicion) confirm(from string) bool {
 		}
 	}
 	s.confirmers = append(s.confirmers, from)
-	s.deadline = s.start.Add(s.timeout())
+	s.deadline = s.start.Add(s.timeout() - s.lead)
 	return true
 }
 
@@ -157,7 +161,10 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 		min:         lo,
 		max:         hi,
 	}
-	s.deadline = anchor.Add(s.timeout())
+	if m.cfg.FinalCheck {
+		s.lead = m.cfg.ProbeTimeout / 2
+	}
+	s.deadline = anchor.Add(s.timeout() - s.lead)
 	m.suspicions[name] = s
 	heap.Push(&m.suspHeap, s)
 	return false

@@ -77,6 +77,12 @@ func (s *scenario) allSee(observers, members []string, want swim.State) bool {
 // alive.
 func (s *scenario) converged() bool {
 	up := s.upNames()
+	// Counting first keeps the check O(N) until it can succeed.
+	for _, o := range up {
+		if s.machine(o).NumMembers() != len(up) {
+			return false
+		}
+	}
 	return s.allSee(up, up, swim.StateAlive)
 }
 
