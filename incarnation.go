@@ -149,7 +149,23 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 		return
 	}
 	s, ok := m.members[d.Name]
-	if !ok || !s.live() || d.Incarnation < s.Incarnation {
+	if !ok || d.Incarnation < s.Incarnation {
+		return
+	}
+	if !s.live() {
+		// Already gone: a newer incarnation only updates the record (the
+		// member came back and went again while we were not looking), so
+		// that older news about it stays ignored. No event: we reported
+		// its departure already.
+		if d.Incarnation > s.Incarnation {
+			s.Incarnation = d.Incarnation
+			if d.Left {
+				m.setState(now, s, StateLeft)
+			} else {
+				m.setState(now, s, StateDead)
+			}
+			m.version++
+		}
 		return
 	}
 	m.declareDead(now, s, d.Incarnation, d.From, d.Left)
