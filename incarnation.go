@@ -155,8 +155,8 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 	if !s.live() {
 		// Already gone: a newer incarnation only updates the record (the
 		// member came back and went again while we were not looking), so
-		// that older news about it stays ignored. No event: we reported
-		// its departure already.
+		// that older news about it stays ignored, and passes it on. No
+		// event: we reported its departure already.
 		if d.Incarnation > s.Incarnation {
 			s.Incarnation = d.Incarnation
 			if d.Left {
@@ -165,6 +165,7 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 				m.setState(now, s, StateDead)
 			}
 			m.version++
+			m.queueBroadcast(s.Name, d)
 		}
 		return
 	}
