@@ -24,8 +24,10 @@ type suspicion struct {
 	k           int      // confirmations that bring the timeout down to min
 	min, max    time.Duration
 	// lead starts the final check this much before the timeout, so that
-	// the check overlaps the last moments of the window instead of adding
-	// a whole probe timeout after it.
+	// the check overlaps the end of the window instead of adding a whole
+	// probe timeout after it. The decision still comes after the window
+	// (by a fifth of the probe timeout), so a member that resumes from a
+	// pause just inside the tolerance has time to answer.
 	lead  time.Duration
 	index int // in the heap; -1 once removed
 }
@@ -162,7 +164,7 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 		max:         hi,
 	}
 	if m.cfg.FinalCheck {
-		s.lead = m.cfg.ProbeTimeout / 2
+		s.lead = m.cfg.ProbeTimeout * 4 / 5
 	}
 	s.deadline = anchor.Add(s.timeout() - s.lead)
 	m.suspicions[name] = s
