@@ -111,7 +111,13 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 	if !ok || !s.live() || d.Incarnation < s.Incarnation {
 		return
 	}
-	m.suspect(now, s, d.Incarnation, d.From, now)
+	// Anchor where the accuser did (Geode: at the last moment the member
+	// was known alive, not when the news arrived), so that all members
+	// decide at about the same time. The claimed silence is capped: a
+	// suspicion can never be older than its longest timeout.
+	_, hi := m.suspicionBounds()
+	silence := min(time.Duration(d.Silence)*time.Millisecond, hi)
+	m.suspect(now, s, d.Incarnation, d.From, now.Add(-silence))
 }
 
 // suspect marks a live member suspect at inc and gossips it (SWIM §4.2); the
@@ -120,11 +126,17 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 // it shortens the timer and is passed on so others count it too (Lifeguard
 // §IV-B).
 func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string, anchor time.Time) {
-	msg := &wire.Suspect{Name: s.Name, Incarnation: inc, From: from}
+	msg := func() *wire.Suspect {
+		silence := now.Sub(anchor)
+		if sp, ok := m.suspicions[s.Name]; ok {
+			silence = now.Sub(sp.start)
+		}
+		return &wire.Suspect{Name: s.Name, Incarnation: inc, From: from, Silence: uint32(max(silence, 0) / time.Millisecond)}
+	}
 	if s.State == StateSuspect && s.Incarnation == inc {
 		if m.startSuspicion(now, s.Name, inc, from, anchor) {
 			m.stats.SuspicionsConfirmed++
-			m.queueBroadcast(s.Name, msg)
+			m.queueBroadcast(s.Name, msg())
 		}
 		return
 	}
@@ -139,7 +151,7 @@ func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string
 	if !wasSuspect {
 		m.event(EventSuspect, s)
 	}
-	m.queueBroadcast(s.Name, msg)
+	m.queueBroadcast(s.Name, msg())
 }
 
 // handleDead applies a dead or left delta.

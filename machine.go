@@ -118,11 +118,11 @@ type machineState struct {
 
 	// probing (probe.go)
 	ring       []*memberState // live members and self, by ringKey
-	phase      time.Duration  // this member's offset within each round
+	probeRound int64          // the aligned round of the next probe
 	probeOrder []*memberState
 	probeNext  int
 	nextProbe  time.Time
-	probe      *probeRound
+	probes     []*probeRound // in flight; aligned rounds can overlap
 	seq        uint32
 	relays     map[uint32]*relay
 	relayFIFO  []*relay
@@ -181,8 +181,12 @@ func (m *Machine) init(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now tim
 	m.ringInsert(m.self)
 	// Spread the periodic work of members started together over one
 	// interval, so they do not probe and exchange state in lockstep.
-	m.phase = m.jitter(cfg.ProbeInterval)
-	m.nextProbe = m.nextRoundStart(now, 1)
+	if cfg.AlignedProbing {
+		m.probeRound = m.roundOf(now)
+		m.scheduleNextProbe(now)
+	} else {
+		m.nextProbe = now.Add(m.jitter(cfg.ProbeInterval))
+	}
 	m.nextGossip = now
 	if cfg.PushPullInterval > 0 {
 		m.nextPushPull = now.Add(cfg.PushPullInterval/2 + m.jitter(cfg.PushPullInterval))
@@ -275,7 +279,7 @@ func (m *Machine) NextDeadline() time.Time {
 	if m.self.State == StateAlive {
 		earliest(m.nextProbe)
 	}
-	if p := m.probe; p != nil {
+	for _, p := range m.probes {
 		if !p.indirect {
 			earliest(p.timeoutAt)
 		}

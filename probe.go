@@ -41,46 +41,73 @@ func (m *Machine) nextSeq() uint32 {
 	return m.seq
 }
 
-// tickProbe concludes the current probe when its period is over and starts
-// the next one; it also starts the indirect phase when the direct ping timed
-// out.
+// tickProbe concludes the probes whose period is over, starts the indirect
+// phase of those whose direct ping timed out, and starts the next probe
+// when it is due.
 func (m *Machine) tickProbe(now time.Time) {
-	if p := m.probe; p != nil {
+	for i := 0; i < len(m.probes); {
+		p := m.probes[i]
 		if !p.indirect && !now.Before(p.timeoutAt) {
 			m.startIndirect(now, p)
 		}
 		if !now.Before(p.endAt) {
-			m.probe = nil
+			m.removeProbe(p)
 			m.probeEnded(now, p)
+			continue
 		}
+		i++
 	}
 	if m.self.State != StateAlive || now.Before(m.nextProbe) {
 		return
 	}
-	// Lifeguard §IV-A: an unhealthy member probes less often and waits
-	// longer for acks.
-	interval := m.scaled(m.cfg.ProbeInterval)
-	m.nextProbe = m.nextRoundStart(now, m.health+1)
 	target := m.nextProbeTarget(now)
+	m.scheduleNextProbe(now)
 	if target == nil {
 		return
 	}
+	// Lifeguard §IV-A: an unhealthy member waits longer for acks.
 	p := &probeRound{
 		target:    target,
 		seq:       m.nextSeq(),
 		start:     now,
 		timeoutAt: now.Add(m.scaled(m.cfg.ProbeTimeout)),
-		endAt:     now.Add(interval),
+		endAt:     now.Add(m.scaled(m.cfg.ProbeInterval)),
 	}
-	m.probe = p
+	m.probes = append(m.probes, p)
 	m.stats.Probes++
 	m.send(target.Addr, &wire.Ping{Seq: p.seq, Target: target.Name, From: m.self.Name})
 }
 
-// nextProbeTarget picks the member to probe in this round.
+// scheduleNextProbe sets when the next probe starts. Lifeguard §IV-A: an
+// unhealthy member probes less often, skipping health-score rounds.
+func (m *Machine) scheduleNextProbe(now time.Time) {
+	if !m.cfg.AlignedProbing {
+		m.nextProbe = now.Add(m.scaled(m.cfg.ProbeInterval))
+		return
+	}
+	m.probeRound += int64(m.health + 1)
+	m.nextProbe = m.roundTime(m.probeRound, m.alignedTarget(m.probeRound))
+}
+
+func (m *Machine) findProbe(seq uint32) *probeRound {
+	for _, p := range m.probes {
+		if p.seq == seq {
+			return p
+		}
+	}
+	return nil
+}
+
+func (m *Machine) removeProbe(p *probeRound) {
+	if i := slices.Index(m.probes, p); i >= 0 {
+		m.probes = slices.Delete(m.probes, i, i+1)
+	}
+}
+
+// nextProbeTarget picks the member to probe now.
 func (m *Machine) nextProbeTarget(now time.Time) *memberState {
 	if m.cfg.AlignedProbing {
-		return m.alignedTarget(now)
+		return m.alignedTarget(m.probeRound)
 	}
 	return m.shuffledTarget()
 }
@@ -91,11 +118,16 @@ func (m *Machine) nextProbeTarget(now time.Time) *memberState {
 // the first probe of a crashed member comes after 4.6 periods at p99. Here
 // every member sorts the live members into one ring by a hash of their
 // names and, in round r, probes the member (r mod (N-1))+1 places after
-// itself. Rounds are numbered from the clock, so while views agree each
-// round is a permutation: every member is probed exactly once per round,
-// and a crash is first probed within one round. Views that disagree during
-// churn only make a round probe some member twice and another not at all.
-// Each member keeps a random phase within the round, spreading the traffic.
+// itself. Rounds are numbered from the clock (round r is the r-th
+// ProbeInterval since the Unix epoch), so while views agree each round is a
+// permutation: every member is probed exactly once per round. Each target
+// is probed at a fixed phase within the round, derived from its name, so
+// consecutive probes of a member are one interval apart and a crash is
+// first probed within one ProbeInterval; the phases also spread the traffic
+// over the round. Views that disagree during churn only make a round probe
+// some member twice and another not at all. A prober's probes can overlap
+// (one target's phase late in a round, the next one's early), so several
+// may be in flight.
 
 // ringKeyOf places a member on the probe ring (FNV-1a of its name).
 func ringKeyOf(name string) uint64 {
@@ -133,19 +165,23 @@ func (m *Machine) ringRemove(s *memberState) {
 	}
 }
 
-// round numbers the probe rounds from the clock, shifted by our phase.
-func (m *Machine) round(now time.Time) int64 {
-	return (now.UnixNano() - int64(m.phase)) / int64(m.cfg.ProbeInterval)
+// roundOf numbers the probe rounds from the clock.
+func (m *Machine) roundOf(now time.Time) int64 {
+	return now.UnixNano() / int64(m.cfg.ProbeInterval)
 }
 
-// nextRoundStart is when the round k rounds after the current one starts
-// for this member.
-func (m *Machine) nextRoundStart(now time.Time, k int) time.Time {
-	r := m.round(now) + int64(k)
-	return time.Unix(0, r*int64(m.cfg.ProbeInterval)+int64(m.phase)).In(now.Location())
+// roundTime is when target is probed in round r: at its phase within the
+// round (the round's start when there is no target).
+func (m *Machine) roundTime(r int64, target *memberState) time.Time {
+	t := r * int64(m.cfg.ProbeInterval)
+	if target != nil {
+		t += int64(target.ringKey % uint64(m.cfg.ProbeInterval))
+	}
+	return time.Unix(0, t).UTC()
 }
 
-func (m *Machine) alignedTarget(now time.Time) *memberState {
+// alignedTarget is the member this one probes in round r.
+func (m *Machine) alignedTarget(r int64) *memberState {
 	n := len(m.ring)
 	if n < 2 {
 		return nil
@@ -154,7 +190,7 @@ func (m *Machine) alignedTarget(now time.Time) *memberState {
 	if !found {
 		return nil
 	}
-	off := 1 + int(uint64(m.round(now))%uint64(n-1))
+	off := 1 + int(uint64(r)%uint64(n-1))
 	return m.ring[(pos+off)%n]
 }
 
@@ -230,7 +266,7 @@ func (m *Machine) tcpCheckAllowed(s *memberState) bool {
 // probeSucceeded ends the current probe on an ack (direct, relayed or over
 // TCP).
 func (m *Machine) probeSucceeded(p *probeRound) {
-	m.probe = nil
+	m.removeProbe(p)
 	m.adjustHealth(-1)
 }
 
@@ -322,7 +358,7 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, r *wire.Ping
 
 // handleAck completes our probe or relays an ack to a ping-req requester.
 func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
-	if p := m.probe; p != nil && p.seq == a.Seq {
+	if p := m.findProbe(a.Seq); p != nil {
 		m.probeSucceeded(p)
 		return
 	}
@@ -341,7 +377,7 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 // relay is reachable, so our own link works (Lifeguard §IV-A).
 func (m *Machine) handleNack(now time.Time, from netip.AddrPort, n *wire.Nack) {
 	m.stats.NacksReceived++
-	if p := m.probe; p != nil && p.seq == n.Seq {
+	if p := m.findProbe(n.Seq); p != nil {
 		p.nacksReceived++
 	}
 }
@@ -438,9 +474,11 @@ func (m *Machine) handleStreamPing(now time.Time, from netip.AddrPort, p *wire.P
 func (m *Machine) handleStreamPingReply(now time.Time, id uint64, resp []byte, err error) error {
 	fc := m.streamChecks[id]
 	delete(m.streamChecks, id)
-	probe := m.probe
-	if probe != nil && probe.tcpID != id {
-		probe = nil
+	var probe *probeRound
+	for _, p := range m.probes {
+		if p.tcpID == id {
+			probe = p
+		}
 	}
 	if err != nil {
 		m.stats.TCPPingsFailed++
@@ -459,7 +497,7 @@ func (m *Machine) handleStreamPingReply(now time.Time, id uint64, resp []byte, e
 			if fc != nil && msg.Seq == fc.seq {
 				m.finalCheckAnswered(now, fc)
 			}
-			if probe != nil && msg.Seq == probe.seq && m.probe == probe {
+			if probe != nil && msg.Seq == probe.seq && slices.Contains(m.probes, probe) {
 				m.stats.TCPProbesSaved++
 				m.probeSucceeded(probe)
 			}

@@ -48,7 +48,7 @@ func (m *Machine) Leave(now time.Time) error {
 	m.self.State = StateLeft
 	m.self.stateChange = now
 	m.version++
-	m.probe = nil
+	m.probes = nil
 	m.leaveBroadcast = m.queueBroadcast(m.self.Name, &wire.Dead{
 		Name: m.self.Name, Incarnation: m.self.Incarnation, From: m.self.Name, Left: true,
 	})

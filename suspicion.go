@@ -3,6 +3,7 @@ package swim
 import (
 	"container/heap"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/swim-go/swim/internal/wire"
@@ -145,11 +146,18 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 			return false
 		}
 		if old.incarnation == inc {
-			if !old.confirm(from) {
-				return false
+			// Every accuser's anchor is a moment the member was already
+			// silent, so the earliest of them is still safe to use.
+			earlier := anchor.Before(old.start)
+			if earlier {
+				old.start = anchor
+				old.deadline = old.start.Add(old.timeout() - old.lead)
 			}
-			heap.Fix(&m.suspHeap, old.index)
-			return true
+			confirmed := old.confirm(from)
+			if earlier || confirmed {
+				heap.Fix(&m.suspHeap, old.index)
+			}
+			return confirmed
 		}
 		m.cancelSuspicion(name)
 	}
@@ -204,7 +212,7 @@ func (m *Machine) expireSuspicions(now time.Time) {
 			continue
 		}
 		if m.cfg.FinalCheck {
-			m.startFinalCheck(now, mem)
+			m.startFinalCheck(now, mem, s.accusedBy(m.self.Name))
 			continue
 		}
 		m.stats.DeathsDeclared++
@@ -224,7 +232,17 @@ type finalCheck struct {
 	done        bool
 }
 
-func (m *Machine) startFinalCheck(now time.Time, mem *memberState) {
+// accusedBy reports whether name accused the member itself (first or as a
+// confirmation), rather than only relaying the news.
+func (s *suspicion) accusedBy(name string) bool {
+	return s.from == name || slices.Contains(s.confirmers, name)
+}
+
+// startFinalCheck pings the suspect once more. Every member holding the
+// suspicion does so over UDP (one small packet each); only those that
+// accused it themselves add the TCP check, which keeps a paused member from
+// facing a connection from every member when it resumes.
+func (m *Machine) startFinalCheck(now time.Time, mem *memberState, accuser bool) {
 	fc := &finalCheck{
 		seq:         m.nextSeq(),
 		name:        mem.Name,
@@ -236,7 +254,7 @@ func (m *Machine) startFinalCheck(now time.Time, mem *memberState) {
 	m.stats.FinalChecks++
 	ping := &wire.Ping{Seq: fc.seq, Target: mem.Name, From: m.self.Name}
 	m.send(mem.Addr, ping)
-	if m.cfg.TCPChecks {
+	if m.cfg.TCPChecks && accuser && m.tcpCheckAllowed(mem) {
 		// The same check over TCP, for networks that drop UDP or lose
 		// the one packet that matters.
 		m.streamChecks[m.startStreamPing(mem, ping, m.cfg.ProbeTimeout)] = fc

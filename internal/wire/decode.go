@@ -380,7 +380,12 @@ func decodeSuspect(d *decoder, m *Suspect) {
 	name := d.raw("Name", MaxNameLen, true)
 	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
 	from := d.raw("From", MaxNameLen, true)
-	d.skip("", n-3)
+	m.Silence = 0
+	known := 3
+	if n >= 4 {
+		m.Silence, known = uint32(d.uint("Silence", math.MaxUint32)), 4
+	}
+	d.skip("", n-known)
 	if d.err == nil {
 		m.Name, m.From, _ = pack(name, from, nil)
 	}

@@ -133,10 +133,11 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkNames(TypeSuspect, "Name", m.Name, "From", m.From); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 3)
+		b = appendArrayLen(b, 4)
 		b = appendString(b, m.Name)
 		b = appendUint(b, m.Incarnation)
-		return appendString(b, m.From), nil
+		b = appendString(b, m.From)
+		return appendUint(b, uint64(m.Silence)), nil
 
 	case *Dead:
 		if m == nil {

@@ -89,6 +89,13 @@ type Suspect struct {
 	Name        string
 	Incarnation uint64
 	From        string
+	// Silence is how long, in milliseconds, the suspect had been silent
+	// when this was sent: the age of the suspicion's anchor (the start of
+	// the probe that failed). Receivers anchor their own timers at the same
+	// moment, so every member decides at about the same time. Zero means:
+	// anchor on arrival (and is what a peer that predates the field sends,
+	// by omitting it).
+	Silence uint32
 }
 
 // Dead says From declared Name dead at Incarnation; Left marks a graceful

@@ -487,7 +487,7 @@ func TestEncodedSizes(t *testing.T) {
 		{"alive (inc 1, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 1}, 24},
 		{"alive (inc 200, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 200}, 25},
 		{"alive (inc 1, IPv6, no meta)", &Alive{Name: name, Addr: testAddr6, Incarnation: 1}, 36},
-		{"suspect (inc 1)", &Suspect{Name: name, Incarnation: 1, From: from}, 26},
+		{"suspect (inc 1)", &Suspect{Name: name, Incarnation: 1, From: from}, 27},
 		{"dead (inc 1)", &Dead{Name: name, Incarnation: 1, From: from}, 27},
 		{"dead left (inc 1)", &Dead{Name: name, Incarnation: 1, From: name, Left: true}, 27},
 	}
