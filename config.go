@@ -54,15 +54,17 @@ type Config struct {
 	// target (SWIM §3.1). More tolerates more loss on the path to the
 	// target, at k·2 packets per failed probe. Default 3.
 	IndirectChecks int
-	// SuspicionMult scales the suspicion timeout:
-	// SuspicionMult·max(1, log10 N)·ProbeInterval (SWIM §4.2). Larger gives
-	// a suspected member longer to refute. Default 4.
+	// SuspicionMult sets K = SuspicionMult-2, the independent confirmations
+	// that bring a suspicion's timeout down from Max to Min (Lifeguard
+	// §IV-B). When PauseTolerance is zero it also scales Min:
+	// SuspicionMult·max(1, log10 N)·ProbeInterval (SWIM §4.2). Default 4.
 	SuspicionMult int
 	// SuspicionMaxTimeoutMult bounds the suspicion timeout before
 	// confirmations shorten it (Lifeguard §IV-B): Max = this·Min. Default 6.
 	SuspicionMaxTimeoutMult int
 	// RetransmitMult sets how many times each delta is piggybacked:
-	// RetransmitMult·ceil(log10(N+1)). Default 4.
+	// RetransmitMult·max(2, ceil(log10(N+1))); the floor keeps rumors from
+	// dying out in small clusters. Default 4.
 	RetransmitMult int
 	// GossipInterval is how often pending deltas are sent to GossipNodes
 	// random members, besides riding on probes. 0 disables that gossip.
@@ -106,11 +108,13 @@ type Config struct {
 	AlignedProbing bool
 	// PauseTolerance is the longest a member may stop responding (a GC
 	// pause, a VM migration, a saturated link) without being declared dead.
-	// It sets the suspicion timeout: Min = PauseTolerance (see
-	// Machine.suspicionBounds), so detecting a real crash takes about the
-	// tolerance plus the time to the first failed probe and the final
-	// check. Zero falls back to SuspicionMult·max(1, log10 N)·ProbeInterval.
-	// Default 5s (LAN), 15s (WAN), 2s (Local).
+	// It sets the suspicion timeout: Min = PauseTolerance, measured from
+	// the start of the probe that failed (plus the time a refutation needs
+	// to spread when FinalCheck is off; see Machine.suspicionBounds), so a
+	// real crash is known everywhere about PauseTolerance plus one
+	// ProbeInterval after it happens. Zero falls back to
+	// SuspicionMult·max(1, log10 N)·ProbeInterval. Default 5s (LAN), 15s
+	// (WAN), 2s (Local).
 	PauseTolerance time.Duration
 	// AwarenessMaxMultiplier bounds the local health score (Lifeguard
 	// §IV-A): probe interval and timeout scale by score+1, score at most

@@ -382,10 +382,11 @@ func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
 	}
 	m.frames = append(m.frames[:0], frame)
 	budget := m.cfg.PacketBudget - wire.CompoundHeaderMax - len(frame) - wire.FrameOverheadMax
-	if ping, ok := msg.(*wire.Ping); ok && m.cfg.BuddyPing {
+	if ping, ok := msg.(*wire.Ping); ok && (m.cfg.BuddyPing || m.finalChecks[ping.Seq] != nil) {
 		// Lifeguard §IV-C (buddy system): a ping to a member we hold
 		// suspect carries the suspicion, so the member learns of it at
-		// once and refutes on its ack, instead of waiting for gossip.
+		// once and refutes on its ack, instead of waiting for gossip. A
+		// final check always carries it (Geode).
 		if s, ok := m.members[ping.Target]; ok && s.State == StateSuspect && s.Addr == to {
 			if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: s.Name, Incarnation: s.Incarnation, From: m.self.Name}); err == nil {
 				m.frames = append(m.frames, f)
@@ -452,6 +453,7 @@ type Stats struct {
 	SuspicionsConfirmed          uint64 // independent accusations that shortened a suspicion
 	SuspicionsSavedByTraffic     uint64 // suspect heard from since it was accused, not declared dead
 	PingReqsSent, PingReqsServed uint64
+	PingReqsRefused              uint64 // over the bound on relays in flight
 	SuspicionsRaised             uint64
 	Refutations                  uint64
 	Reasserts                    uint64 // stale accusations answered with our current alive

@@ -412,6 +412,16 @@ func (ml *Memberlist) UpdateMeta(ctx context.Context, meta []byte) error {
 	return updateErr
 }
 
+// HealthScore is this member's local health (Lifeguard §IV-A): 0 when it
+// hears from its peers as expected, up to AwarenessMaxMultiplier-1 when it
+// keeps failing to, in which case it probes more slowly and accuses no one
+// in haste. After Shutdown it returns 0.
+func (ml *Memberlist) HealthScore() int {
+	var h int
+	_ = ml.do(context.Background(), func(time.Time) { h = ml.machine.HealthScore() })
+	return h
+}
+
 // Stats returns the core's counters and the driver's. It waits for the loop
 // goroutine to be between two inputs (microseconds). After Shutdown it
 // returns the final counters.

@@ -334,11 +334,21 @@ func (m *Machine) handlePing(now time.Time, from netip.AddrPort, p *wire.Ping) {
 	m.send(from, &wire.Ack{Seq: p.Seq})
 }
 
+// maxRelays bounds the ping-reqs served at once. A member receives about
+// IndirectChecks of them per failed probe in the cluster, each living one
+// ProbeTimeout; more than this means a storm or abuse, and refusing only
+// costs the requester one of its k paths.
+const maxRelays = 1024
+
 // handlePingReq pings the target on the requester's behalf (SWIM §3.1).
 func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, r *wire.PingReq) {
 	addr, err := wire.DecodeAddr(r.TargetAddr)
 	if err != nil {
 		m.stats.PacketsDropped++
+		return
+	}
+	if len(m.relays) >= maxRelays {
+		m.stats.PingReqsRefused++
 		return
 	}
 	m.stats.PingReqsServed++

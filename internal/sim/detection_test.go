@@ -20,6 +20,7 @@ var (
 
 // detection is one crash's timeline, measured from the crash.
 type detection struct {
+	converge                         time.Duration // all joined through one seed at once
 	firstSuspect, firstDead, allKnow time.Duration
 }
 
@@ -32,6 +33,7 @@ func measureDetection(t testing.TB, seed uint64, n int, config func(string) *swi
 	if !s.RunUntil(s.converged, 3*time.Minute) {
 		return detection{}, false
 	}
+	converge := s.Elapsed()
 	s.Run(5 * time.Second) // let the join gossip settle
 	victim := s.names[1+int(seed)%(n-1)]
 	crash := s.Now()
@@ -41,8 +43,7 @@ func measureDetection(t testing.TB, seed uint64, n int, config func(string) *swi
 	if !s.RunUntil(func() bool { return s.allSee(survivors, []string{victim}, swim.StateDead) }, 2*time.Minute) {
 		return detection{}, false
 	}
-	var d detection
-	d.allKnow = s.Now().Sub(crash)
+	d := detection{converge: converge, allKnow: s.Now().Sub(crash)}
 	about := s.Log().About(victim).Since(crash)
 	if r, ok := about.Kind(swim.EventSuspect).First(); ok {
 		d.firstSuspect = r.At.Sub(crash)
@@ -67,10 +68,11 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 func TestDetectionLatency(t *testing.T) {
 	cfg := swim.DefaultLANConfig()
 	for _, n := range parseSizes(t, *detectSizes) {
-		var sus, dead, all []time.Duration
+		var conv, sus, dead, all []time.Duration
 		for seed := uint64(1); seed <= uint64(*detectSeeds); seed++ {
 			d, ok := measureDetection(t, seed, n, lanConfig)
 			require.True(t, ok, "n=%d seed=%d: no convergence or no detection", n, seed)
+			conv = append(conv, d.converge)
 			sus = append(sus, d.firstSuspect)
 			dead = append(dead, d.firstDead)
 			all = append(all, d.allKnow)
@@ -79,6 +81,8 @@ func TestDetectionLatency(t *testing.T) {
 			n, len(all), percentile(sus, .5).Round(time.Millisecond), percentile(sus, .99).Round(time.Millisecond),
 			percentile(dead, .5).Round(time.Millisecond), percentile(dead, .99).Round(time.Millisecond),
 			percentile(all, .5).Round(time.Millisecond), percentile(all, .99).Round(time.Millisecond))
+		t.Logf("n=%d convergence (all join through one seed at once) p50 %v max %v",
+			n, percentile(conv, .5).Round(time.Millisecond), percentile(conv, 1).Round(time.Millisecond))
 		bound := cfg.PauseTolerance + 6*cfg.ProbeInterval
 		require.LessOrEqual(t, percentile(all, 1), bound, "n=%d: a crash took longer than tolerance + 6 probe periods to reach everyone", n)
 	}
