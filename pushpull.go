@@ -175,8 +175,8 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		// The seed's view was a snapshot: members joining at the same time
 		// reach us only by gossip, which at first goes to the few members
 		// that knew them early, and rumors leave rare holes. Two extra
-		// exchanges with random members, a few periods and then a few
-		// tens of periods after the join, fill those holes (and spread
+		// exchanges with random members, 2-4 periods after the join and
+		// 4-8 periods after that, fill those holes (and spread
 		// what we know), so a cluster booting at once converges in
 		// seconds rather than at the first periodic push-pull.
 		if m.cfg.PushPullInterval > 0 {
@@ -230,7 +230,7 @@ func (m *Machine) tickPushPull(now time.Time) {
 	if m.joinFollowUps > 0 {
 		m.joinFollowUps--
 		if m.joinFollowUps > 0 {
-			m.nextPushPull = now.Add(10*m.cfg.ProbeInterval + m.jitter(10*m.cfg.ProbeInterval))
+			m.nextPushPull = now.Add(4*m.cfg.ProbeInterval + m.jitter(4*m.cfg.ProbeInterval))
 		}
 	}
 	if m.self.State != StateAlive {
