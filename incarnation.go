@@ -93,7 +93,10 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		m.event(EventAlive, s)
 	case StateDead, StateLeft:
 		m.setState(now, s, StateAlive)
-		m.addToProbeOrder(s)
+		// Its old entry may still wait later in this pass; one is enough.
+		if !slices.Contains(m.probeOrder[m.probeNext:], s) {
+			m.addToProbeOrder(s)
+		}
 		m.event(EventJoin, s)
 	}
 	if src != mergeJoin {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -40,9 +42,11 @@ func mtPeerAddr(i int) netip.AddrPort {
 
 // mtConfig returns a valid Config with the protocol parameters the tests
 // rely on set explicitly, and every optional mechanism (periodic gossip,
-// push-pull, reconnect, final check) off; tests turn on what they exercise.
-// SuspicionMaxTimeoutMult is 1 so that the suspicion timeout is exactly
-// SuspicionMult·max(1, log10 N)·ProbeInterval whatever the confirmations.
+// push-pull, reconnect, final and TCP checks, Lifeguard local health and
+// nacks, any-traffic heartbeats, aligned probing) off; tests turn on what
+// they exercise. PauseTolerance is 0 and SuspicionMaxTimeoutMult 1 so that
+// the suspicion timeout is exactly SuspicionMult·max(1, log10 N)·
+// ProbeInterval whatever the confirmations.
 func mtConfig() *Config {
 	c := DefaultLANConfig()
 	c.Name = mtSelf
@@ -65,6 +69,12 @@ func mtConfig() *Config {
 	c.BuddyPing = true
 	c.FinalCheck = false
 	c.TCPChecks = false
+	c.TCPCheckFilter = nil
+	c.AlignedProbing = false
+	c.PauseTolerance = 0
+	c.AwarenessMaxMultiplier = 1
+	c.Nacks = false
+	c.AnyTrafficHeartbeat = false
 	return c
 }
 
@@ -206,15 +216,6 @@ func (o mtOut) eventsAbout(name string) []Event {
 	return evs
 }
 
-// allMsgs returns every message of every packet.
-func (o mtOut) allMsgs() []wire.Message {
-	var msgs []wire.Message
-	for _, p := range o.Packets {
-		msgs = append(msgs, p.Msgs...)
-	}
-	return msgs
-}
-
 // isDelta reports whether msg is a membership delta (alive, suspect, dead).
 func isDelta(msg wire.Message) bool {
 	switch msg.(type) {
@@ -246,6 +247,26 @@ func deltasAbout(msgs []wire.Message, name string) []wire.Message {
 		}
 	}
 	return out
+}
+
+// withoutSilence returns msgs with every suspicion's Silence (the age of
+// its anchor, which most tests do not pin) zeroed, copying what it changes.
+func withoutSilence(msgs ...wire.Message) []wire.Message {
+	out := make([]wire.Message, len(msgs))
+	for i, msg := range msgs {
+		if s, ok := msg.(*wire.Suspect); ok {
+			c := *s
+			c.Silence = 0
+			msg = &c
+		}
+		out[i] = msg
+	}
+	return out
+}
+
+// containsMsg reports whether msgs holds a message equal to want.
+func containsMsg(msgs []wire.Message, want wire.Message) bool {
+	return slices.ContainsFunc(msgs, func(m wire.Message) bool { return reflect.DeepEqual(m, want) })
 }
 
 // deltas returns the membership deltas in msgs.
@@ -331,64 +352,83 @@ func (h *mt) firstProbe() (*wire.Ping, mtPkt, mtOut) {
 	return nil, mtPkt{}, mtOut{}
 }
 
-// run drives the Machine from its deadlines until until, as a driver would,
-// with every peer not in silent answering: a ping is acked by the address it
-// went to, a ping-req whose target is not silent is answered with a relayed
-// ack. It returns every packet the Machine sent and every event.
-func (h *mt) run(until time.Time, silent map[netip.AddrPort]bool) ([]mtPkt, []Event) {
+// respond collects the Machine's outputs and answers them as live peers
+// would, until it has nothing more to say: every peer not in silent acks a
+// ping sent to its address, and relays an ack for a ping-req whose target is
+// not silent. Streams are not answered. It returns everything collected.
+func (h *mt) respond(silent map[netip.AddrPort]bool) mtOut {
 	h.t.Helper()
-	var pkts []mtPkt
-	var events []Event
-	collect := func() {
-		for {
-			out := h.ready()
-			if len(out.Packets) == 0 && len(out.Events) == 0 && len(out.Streams) == 0 {
-				return
+	var all mtOut
+	for {
+		out := h.ready()
+		if len(out.Packets) == 0 && len(out.Events) == 0 && len(out.Streams) == 0 {
+			return all
+		}
+		all.Packets = append(all.Packets, out.Packets...)
+		all.Streams = append(all.Streams, out.Streams...)
+		all.Events = append(all.Events, out.Events...)
+		type reply struct {
+			from netip.AddrPort
+			ack  *wire.Ack
+		}
+		var replies []reply
+		for _, p := range out.Packets {
+			if silent[p.To] {
+				continue
 			}
-			pkts = append(pkts, out.Packets...)
-			events = append(events, out.Events...)
-			type reply struct {
-				from netip.AddrPort
-				ack  *wire.Ack
-			}
-			var replies []reply
-			for _, p := range out.Packets {
-				if silent[p.To] {
-					continue
-				}
-				for _, msg := range p.Msgs {
-					switch msg := msg.(type) {
-					case *wire.Ping:
+			for _, msg := range p.Msgs {
+				switch msg := msg.(type) {
+				case *wire.Ping:
+					replies = append(replies, reply{p.To, &wire.Ack{Seq: msg.Seq}})
+				case *wire.PingReq:
+					target, err := wire.DecodeAddr(msg.TargetAddr)
+					require.NoError(h.t, err)
+					if !silent[target] {
 						replies = append(replies, reply{p.To, &wire.Ack{Seq: msg.Seq}})
-					case *wire.PingReq:
-						target, err := wire.DecodeAddr(msg.TargetAddr)
-						require.NoError(h.t, err)
-						if !silent[target] {
-							replies = append(replies, reply{p.To, &wire.Ack{Seq: msg.Seq}})
-						}
 					}
 				}
 			}
-			for _, r := range replies {
-				h.feed(r.from, r.ack)
-			}
+		}
+		for _, r := range replies {
+			h.feed(r.from, r.ack)
 		}
 	}
-	collect()
+}
+
+// step ticks at the Machine's next deadline (or now, if that is past) and
+// answers as respond does; it returns that tick's outputs. It fails the
+// test when no timer is armed or the deadline is after limit.
+func (h *mt) step(limit time.Time, silent map[netip.AddrPort]bool) mtOut {
+	h.t.Helper()
+	d := h.m.NextDeadline()
+	require.False(h.t, d.IsZero(), "no timer armed")
+	require.False(h.t, d.After(limit), "nothing happens by %v", limit.Sub(mtStart))
+	if d.Before(h.now) {
+		d = h.now
+	}
+	h.tick(d)
+	return h.respond(silent)
+}
+
+// run drives the Machine from its deadlines until until, as a driver would,
+// with the peers answering as respond says. It returns every packet the
+// Machine sent and every event.
+func (h *mt) run(until time.Time, silent map[netip.AddrPort]bool) mtOut {
+	h.t.Helper()
+	all := h.respond(silent)
 	for i := 0; ; i++ {
 		require.Less(h.t, i, 100000, "NextDeadline does not advance")
 		d := h.m.NextDeadline()
 		if d.IsZero() || d.After(until) {
 			break
 		}
-		if d.Before(h.now) {
-			d = h.now
-		}
-		h.tick(d)
-		collect()
+		out := h.step(until, silent)
+		all.Packets = append(all.Packets, out.Packets...)
+		all.Streams = append(all.Streams, out.Streams...)
+		all.Events = append(all.Events, out.Events...)
 	}
 	h.now = until
-	return pkts, events
+	return all
 }
 
 // mtAlive is peer i's alive message at inc.

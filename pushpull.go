@@ -73,7 +73,7 @@ func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
 		return ErrLeft
 	}
 	if len(meta) > m.cfg.MaxMetaSize {
-		return &ConfigError{Field: "MaxMetaSize", Reason: fmt.Sprintf("is %d bytes, metadata is %d", m.cfg.MaxMetaSize, len(meta))}
+		return fmt.Errorf("%w: %d bytes, over MaxMetaSize %d", ErrMetaTooLarge, len(meta), m.cfg.MaxMetaSize)
 	}
 	m.self.Meta = cloneBytes(meta)
 	m.self.Incarnation++
@@ -127,6 +127,9 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 	if err != nil {
 		return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
 	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("swim: stream from %s: empty request", from)
+	}
 	switch first := msgs[0].(type) {
 	case *wire.PushPull:
 		if len(msgs) != 1 {
@@ -160,6 +163,9 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		return err
 	}
 	msgs, err := wire.DecodeStreamPacket(resp)
+	if err == nil && len(msgs) == 0 {
+		err = errors.New("empty")
+	}
 	if err != nil {
 		m.stats.PushPullsFailed++
 		return fmt.Errorf("swim: push-pull reply: %w", err)
