@@ -2,6 +2,7 @@ package sim
 
 import (
 	"flag"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,31 +27,52 @@ type detection struct {
 
 // measureDetection converges n members, crashes one, and times how long
 // until the first member suspects it, the first declares it dead, and the
-// last survivor learns it.
+// last survivor learns it. It keeps no event log (a 1,000-member boot logs
+// a million joins), only the events about the victim.
 func measureDetection(t testing.TB, seed uint64, n int, config func(string) *swim.Config) (detection, bool) {
-	s := newScenario(t, seed, n, config, true)
-	s.opts.CheckInterval = 50 * time.Millisecond
+	var (
+		victim    string
+		crash     time.Time
+		d         detection
+		suspected bool
+		declared  bool
+	)
+	c := New(Options{Seed: seed, NodeFactory: MachineFactory(config), DisableLog: true, CheckInterval: 50 * time.Millisecond,
+		OnEvent: func(r Record) {
+			if victim == "" || r.Event.Member.Name != victim || r.At.Before(crash) {
+				return
+			}
+			switch {
+			case r.Event.Kind == swim.EventSuspect && !suspected:
+				suspected, d.firstSuspect = true, r.At.Sub(crash)
+			case r.Event.Kind == swim.EventLeave && !declared:
+				declared, d.firstDead = true, r.At.Sub(crash)
+			}
+		}})
+	c.LogSeedOnFailure(t)
+	s := &scenario{Cluster: c, t: t}
+	nodes, err := c.AddNodes("m", n)
+	require.NoError(t, err)
+	for _, nd := range nodes {
+		s.names = append(s.names, nd.Name())
+	}
+	for _, name := range s.names[1:] {
+		s.join(name, c.Addr(s.names[0]))
+	}
 	if !s.RunUntil(s.converged, 3*time.Minute) {
 		return detection{}, false
 	}
-	converge := s.Elapsed()
+	d.converge = s.Elapsed()
 	s.Run(5 * time.Second) // let the join gossip settle
-	victim := s.names[1+int(seed)%(n-1)]
-	crash := s.Now()
+	victim = s.names[1+int(seed)%(n-1)]
+	crash = s.Now()
 	require.NoError(t, s.Crash(victim))
 	survivors := without(s.names, victim)
-	s.opts.CheckInterval = 10 * time.Millisecond
+	c.opts.CheckInterval = 10 * time.Millisecond
 	if !s.RunUntil(func() bool { return s.allSee(survivors, []string{victim}, swim.StateDead) }, 2*time.Minute) {
 		return detection{}, false
 	}
-	d := detection{converge: converge, allKnow: s.Now().Sub(crash)}
-	about := s.Log().About(victim).Since(crash)
-	if r, ok := about.Kind(swim.EventSuspect).First(); ok {
-		d.firstSuspect = r.At.Sub(crash)
-	}
-	if r, ok := about.Kind(swim.EventLeave).First(); ok {
-		d.firstDead = r.At.Sub(crash)
-	}
+	d.allKnow = s.Now().Sub(crash)
 	return d, true
 }
 
@@ -68,21 +90,37 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 func TestDetectionLatency(t *testing.T) {
 	cfg := swim.DefaultLANConfig()
 	for _, n := range parseSizes(t, *detectSizes) {
-		var conv, sus, dead, all []time.Duration
-		for seed := uint64(1); seed <= uint64(*detectSeeds); seed++ {
-			d, ok := measureDetection(t, seed, n, lanConfig)
-			require.True(t, ok, "n=%d seed=%d: no convergence or no detection", n, seed)
+		results := make([]detection, *detectSeeds)
+		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
+			for i := range results {
+				// One subtest per seed, so each cluster is released when
+				// it ends; two at a time on two cores.
+				t.Run(fmt.Sprintf("seed=%d", i+1), func(t *testing.T) {
+					t.Parallel()
+					d, ok := measureDetection(t, uint64(i+1), n, lanConfig)
+					require.True(t, ok, "n=%d seed=%d: no convergence or no detection", n, i+1)
+					results[i] = d
+				})
+			}
+		})
+		if t.Failed() {
+			return
+		}
+		var conv, sus, susp, dead, spread, all []time.Duration
+		for _, d := range results {
 			conv = append(conv, d.converge)
 			sus = append(sus, d.firstSuspect)
+			susp = append(susp, d.firstDead-d.firstSuspect)
 			dead = append(dead, d.firstDead)
+			spread = append(spread, d.allKnow-d.firstDead)
 			all = append(all, d.allKnow)
 		}
-		t.Logf("n=%d seeds=%d  first suspect p50 %v p99 %v | first dead p50 %v p99 %v | everyone knows p50 %v p99 %v",
-			n, len(all), percentile(sus, .5).Round(time.Millisecond), percentile(sus, .99).Round(time.Millisecond),
-			percentile(dead, .5).Round(time.Millisecond), percentile(dead, .99).Round(time.Millisecond),
-			percentile(all, .5).Round(time.Millisecond), percentile(all, .99).Round(time.Millisecond))
-		t.Logf("n=%d convergence (all join through one seed at once) p50 %v max %v",
-			n, percentile(conv, .5).Round(time.Millisecond), percentile(conv, 1).Round(time.Millisecond))
+		ms := func(ds []time.Duration, p float64) time.Duration { return percentile(ds, p).Round(time.Millisecond) }
+		t.Logf("n=%d seeds=%d crash until everyone knows: p50 %v p99 %v max %v", n, len(all), ms(all, .5), ms(all, .99), ms(all, 1))
+		t.Logf("n=%d   until first failed probe (first suspect) p50 %v p99 %v; suspicion to first death p50 %v p99 %v; first death to everyone p50 %v p99 %v",
+			n, ms(sus, .5), ms(sus, .99), ms(susp, .5), ms(susp, .99), ms(spread, .5), ms(spread, .99))
+		t.Logf("n=%d   first death p50 %v p99 %v; convergence of a cold boot (all join one seed at once) p50 %v max %v",
+			n, ms(dead, .5), ms(dead, .99), ms(conv, .5), ms(conv, 1))
 		bound := cfg.PauseTolerance + 6*cfg.ProbeInterval
 		require.LessOrEqual(t, percentile(all, 1), bound, "n=%d: a crash took longer than tolerance + 6 probe periods to reach everyone", n)
 	}
