@@ -282,6 +282,11 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 		m.adjustHealth(-1)
 		return
 	}
+	if m.members[t.Name] != t || !t.live() {
+		// Declared dead (or gone) while we probed it: our silence from
+		// it says nothing about us, nor anything new about it.
+		return
+	}
 	m.stats.ProbesFailed++
 	if p.nacksExpected > 0 {
 		missing := p.nacksExpected - p.nacksReceived
@@ -289,9 +294,6 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 		m.adjustHealth(missing)
 	} else {
 		m.adjustHealth(1)
-	}
-	if m.members[t.Name] != t || !t.live() {
-		return
 	}
 	m.suspect(now, t, t.Incarnation, m.self.Name, p.start)
 }

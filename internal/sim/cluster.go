@@ -292,6 +292,10 @@ func (c *Cluster) dispatch(ev *event) {
 		c.fireTimer(n, ev)
 	case evResume:
 		c.resume(n, ev)
+	case evStarveHold:
+		c.starveHold(n, ev)
+	case evStarveRelease:
+		c.starveRelease(n, ev)
 	case evPacket:
 		if !n.up {
 			c.counters.DroppedDown++
@@ -313,9 +317,10 @@ func (c *Cluster) dispatch(ev *event) {
 	}
 }
 
-// input hands ev to n now, or queues it until n's pause ends.
+// input hands ev to n now, or queues it until n's pause (or starvation
+// stall) ends.
 func (c *Cluster) input(n *SimNode, ev *event) {
-	if n.paused {
+	if n.paused || n.held {
 		n.queued = append(n.queued, *ev)
 		return
 	}
@@ -411,17 +416,29 @@ func (c *Cluster) resume(n *SimNode, ev *event) {
 		return // crashed meanwhile, or the pause was extended
 	}
 	n.paused = false
+	gen := n.gen
+	c.flush(n)
+	if n.up && n.gen == gen {
+		c.armTimer(n)
+	}
+}
+
+// flush hands n the inputs that waited for its pause (or starvation stall)
+// to end, in order. A callback that crashes the node ends it; one that
+// pauses it again leaves the rest waiting, in order.
+func (c *Cluster) flush(n *SimNode) {
 	queued := n.queued
 	n.queued = nil
 	gen := n.gen
 	for i := range queued {
-		if !n.up || n.gen != gen || n.paused {
-			break // a callback crashed or paused it again
+		if !n.up || n.gen != gen {
+			return
+		}
+		if n.paused || n.held {
+			n.queued = append(queued[i:], n.queued...)
+			return
 		}
 		c.input(n, &queued[i])
-	}
-	if n.up && n.gen == gen {
-		c.armTimer(n)
 	}
 }
 

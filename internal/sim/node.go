@@ -27,6 +27,18 @@ type SimNode struct {
 	paused      bool
 	pausedUntil int64
 	queued      []event // inputs that arrived during the pause, in order
+	// held: a starvation stall (faults.go) holds back the node's inputs,
+	// which wait in queued as in a pause, while its timers run on.
+	held bool
+
+	// starvation (faults.go): the node reads its inputs only starveActive
+	// of every starvePeriod until starveUntil; starveFrom is when the
+	// current period began; starveID tells stale events apart.
+	starveID     uint64
+	starveActive int64
+	starvePeriod int64
+	starveFrom   int64
+	starveUntil  int64
 
 	restarts int
 	counters NodeCounters
@@ -85,6 +97,8 @@ func (c *Cluster) crash(n *SimNode) {
 	n.node = nil
 	n.timerSet = false
 	n.paused = false
+	n.held = false
+	n.starveUntil = 0
 	// Inputs waiting out a pause die with the node: packets count as
 	// dropped, and the node's own streams are resolved for good.
 	for i := range n.queued {
@@ -130,12 +144,19 @@ func (c *Cluster) Pause(name string, d time.Duration) error {
 	if !n.up {
 		return fmt.Errorf("%w: %q", ErrNodeDown, name)
 	}
+	c.pause(n, d)
+	return nil
+}
+
+// pause freezes n for d from now, or extends its pause to that; it reports
+// whether the pause now ends later than before.
+func (c *Cluster) pause(n *SimNode, d time.Duration) bool {
 	until := c.now + int64(d)
 	if d <= 0 || (n.paused && n.pausedUntil >= until) {
-		return nil
+		return false
 	}
 	n.paused = true
 	n.pausedUntil = until
 	c.q.push(event{at: until, kind: evResume, node: n.index, gen: n.gen})
-	return nil
+	return true
 }

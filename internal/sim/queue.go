@@ -20,6 +20,12 @@ const (
 	evStreamTimeout
 	// evResume: node's pause, ending at at, is over.
 	evResume
+	// evStarveHold: node's starvation number id (generation gen) stalls
+	// its inputs until its next slice (faults.go).
+	evStarveHold
+	// evStarveRelease: node's starvation stall is over; its waiting inputs
+	// are processed.
+	evStarveRelease
 )
 
 // event is one entry of the queue. Events are stored by value in the heap so

@@ -9,9 +9,11 @@
 // The network delivers packets after a per-link latency and drops them for
 // random loss, partitions and one-way blocks. Nodes can crash (everything
 // pending for them is discarded), restart with fresh state at the same name
-// and address, and pause (inputs wait and are processed late, as in a GC
-// pause). Streams (the TCP exchanges of join and push-pull) succeed when the
-// peer is up and reachable and time out otherwise.
+// and address, pause (inputs wait and are processed late, as in a GC
+// pause), and starve (inputs are read only in short slices while timers run
+// on, as in a process short of CPU; see Cluster.Starve). Streams (the TCP
+// exchanges of join and push-pull) succeed when the peer is up and
+// reachable and time out otherwise.
 package sim
 
 import (
