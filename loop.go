@@ -115,6 +115,22 @@ func (ml *Memberlist) run() {
 
 		case <-timer.C:
 			armed = time.Time{}
+			// Packets that arrived while this process could not run (a GC
+			// pause, CPU starvation) go first: an ack waiting in the
+			// queue must end its probe before the probe's deadline fires,
+			// or a slow member would accuse a peer that did answer.
+		drain:
+			for range maxPacketBatch {
+				select {
+				case p, ok := <-packets:
+					if !ok {
+						break drain
+					}
+					ml.handlePacket(p)
+				default:
+					break drain
+				}
+			}
 		}
 
 		now := time.Now()
