@@ -31,4 +31,4 @@ demo:
 DETECT_SEEDS ?= 50
 DETECT_SIZES ?= 64,1000
 detect:
-	$(GO) test -count=1 -timeout 2h -run '^TestDetectionLatency$$' -v ./internal/sim -detect.seeds $(DETECT_SEEDS) -detect.sizes $(DETECT_SIZES)
+	$(GO) test -count=1 -timeout 2h -parallel 1 -run '^TestDetectionLatency$$' -v ./internal/sim -detect.seeds $(DETECT_SEEDS) -detect.sizes $(DETECT_SIZES)
