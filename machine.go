@@ -451,6 +451,7 @@ type Stats struct {
 	NacksSent, NacksReceived     uint64
 	NacksMissing                 uint64 // expected from relays that stayed silent
 	SuspicionsConfirmed          uint64 // independent accusations that shortened a suspicion
+	SuspicionsWithheld           uint64 // failed probes whose relays all stayed silent: no accusation
 	SuspicionsSavedByTraffic     uint64 // suspect heard from since it was accused, not declared dead
 	PingReqsSent, PingReqsServed uint64
 	PingReqsRefused              uint64 // over the bound on relays in flight

@@ -292,6 +292,15 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 		missing := p.nacksExpected - p.nacksReceived
 		m.stats.NacksMissing += uint64(missing)
 		m.adjustHealth(missing)
+		if p.nacksReceived == 0 {
+			// Not one relay answered, not even to say the target was
+			// silent: the failure says nothing about the target that it
+			// does not say about our own links, so we accuse no one
+			// (Lifeguard §IV-A taken one step further: a requester that
+			// misses every nack is the one in trouble).
+			m.stats.SuspicionsWithheld++
+			return
+		}
 	} else {
 		m.adjustHealth(1)
 	}
