@@ -451,17 +451,8 @@ func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping, timeout 
 			frames = append(frames, f)
 		}
 	}
-	m.streamID++
-	id := m.streamID
-	m.streams[id] = streamPing
 	m.stats.TCPPings++
-	m.out.Streams = append(m.out.Streams, StreamRequest{
-		ID:      id,
-		To:      target.Addr,
-		Data:    wire.AppendCompound(nil, frames),
-		Timeout: timeout,
-	})
-	return id
+	return m.startStream(target.Addr, streamPing, wire.AppendCompound(nil, frames), timeout)
 }
 
 // handleStreamPing answers a ping received over TCP with an ack and this

@@ -83,16 +83,17 @@ func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
 }
 
 func (m *Machine) startPushPull(to netip.AddrPort, kind streamKind) uint64 {
+	m.stats.PushPulls++
+	return m.startStream(to, kind, m.encodeState(kind == streamJoin), m.cfg.StreamTimeout)
+}
+
+// startStream queues a TCP exchange for the driver and remembers its kind
+// until HandleStreamResponse reports the outcome.
+func (m *Machine) startStream(to netip.AddrPort, kind streamKind, data []byte, timeout time.Duration) uint64 {
 	m.streamID++
 	id := m.streamID
 	m.streams[id] = kind
-	m.stats.PushPulls++
-	m.out.Streams = append(m.out.Streams, StreamRequest{
-		ID:      id,
-		To:      to,
-		Data:    m.encodeState(kind == streamJoin),
-		Timeout: m.cfg.StreamTimeout,
-	})
+	m.out.Streams = append(m.out.Streams, StreamRequest{ID: id, To: to, Data: data, Timeout: timeout})
 	return id
 }
 
