@@ -19,6 +19,12 @@ type Options struct {
 	Latency Latency
 	// Loss is the probability, in [0, 1], that any packet is lost.
 	Loss float64
+	// BurstyLoss is the default bursty loss of every link, on top of
+	// Loss (see SetBurstyLoss). The zero value loses nothing.
+	BurstyLoss GilbertElliott
+	// NodeBurstyLoss is the default bursty loss at every node's interface
+	// (see SetAllNodesBurstyLoss).
+	NodeBurstyLoss GilbertElliott
 	// NodeFactory creates nodes for AddNode and Restart. Required.
 	NodeFactory NodeFactory
 	// StreamTimeout applies to a StreamRequest whose Timeout is not
@@ -60,6 +66,15 @@ type Cluster struct {
 	log      Log
 	counters Counters
 	digest   uint64
+
+	// up counts the nodes that are up; metrics are told of every node
+	// start and crash and of every event (metrics.go); churns are the
+	// Churn processes, by id (churn.go); agree caches the views that
+	// ViewsAgree checked (agree.go).
+	up      int
+	metrics []*Metrics
+	churns  []*Churn
+	agree   agreeCache
 }
 
 // New returns an empty Cluster at virtual time Epoch. It panics without a
@@ -78,7 +93,7 @@ func New(opts Options) *Cluster {
 		opts:    opts,
 		rng:     rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		nowTime: Epoch,
-		net:     newNetwork(opts.Latency, opts.Loss),
+		net:     newNetwork(opts.Latency, opts.Loss, opts.BurstyLoss, opts.NodeBurstyLoss),
 		byName:  make(map[string]*SimNode),
 		streams: make(map[uint64]uint64),
 	}
@@ -128,6 +143,9 @@ func (c *Cluster) Pending() int { return c.q.len() }
 // Nodes returns every node in the order they were added. It shares the
 // Cluster's array, so it is cheap to call; do not assign to its elements.
 func (c *Cluster) Nodes() []*SimNode { return c.nodes[:len(c.nodes):len(c.nodes)] }
+
+// NumUp is the number of nodes that are up (paused ones included).
+func (c *Cluster) NumUp() int { return c.up }
 
 // Node returns the named node, or nil.
 func (c *Cluster) Node(name string) *SimNode { return c.byName[name] }
@@ -188,6 +206,7 @@ func (c *Cluster) AddNode(name string) (*SimNode, error) {
 	n := &SimNode{name: name, addr: addr, index: int32(idx), node: node, up: true}
 	c.nodes = append(c.nodes, n)
 	c.byName[name] = n
+	c.started(n)
 	c.drain(n)
 	return n, nil
 }
@@ -286,6 +305,10 @@ func (c *Cluster) nanos(t time.Time) int64 { return int64(t.Sub(Epoch)) }
 
 func (c *Cluster) dispatch(ev *event) {
 	c.counters.Events++
+	if ev.kind == evChurnJoin || ev.kind == evChurnCrash {
+		c.churnStep(ev)
+		return
+	}
 	n := c.nodes[ev.node]
 	switch ev.kind {
 	case evTimer:
@@ -360,7 +383,7 @@ func (c *Cluster) serveStream(n *SimNode, ev *event) {
 		return
 	}
 	c.q.push(event{
-		at:   c.now + c.net.delay(c.rng, link(n.index, ev.peer)),
+		at:   c.now + c.linkDelay(n.index, ev.peer),
 		kind: evStreamResponse,
 		node: ev.peer,
 		gen:  ev.peerGen,
@@ -492,6 +515,9 @@ func (c *Cluster) sendPacket(n *SimNode, to netip.AddrPort, data []byte) {
 		return
 	}
 	delay, cause := c.net.route(c.rng, n.index, dst)
+	if cause != dropPartition && c.nodeBurstLost(n, c.nodes[dst]) {
+		cause = dropLoss
+	}
 	switch cause {
 	case dropLoss:
 		c.counters.DroppedLoss++
@@ -500,7 +526,7 @@ func (c *Cluster) sendPacket(n *SimNode, to netip.AddrPort, data []byte) {
 		c.counters.DroppedPartition++
 		return
 	}
-	c.q.push(event{at: c.now + delay, kind: evPacket, node: dst, peer: n.index, data: data})
+	c.q.push(event{at: c.now + delay + c.slowDelay(n.index, dst), kind: evPacket, node: dst, peer: n.index, data: data})
 }
 
 // startStream models a TCP exchange: it needs both directions open when it
@@ -521,7 +547,7 @@ func (c *Cluster) startStream(n *SimNode, req *swim.StreamRequest) {
 		return
 	}
 	c.q.push(event{
-		at:      c.now + c.net.delay(c.rng, link(n.index, dst)),
+		at:      c.now + c.linkDelay(n.index, dst),
 		kind:    evStreamRequest,
 		node:    dst,
 		peer:    n.index,
@@ -538,6 +564,9 @@ func (c *Cluster) record(n *SimNode, e swim.Event) {
 	}
 	if c.opts.OnEvent != nil {
 		c.opts.OnEvent(r)
+	}
+	for _, m := range c.metrics {
+		m.event(n, &r)
 	}
 }
 

@@ -96,3 +96,45 @@ func (c *Cluster) starveRelease(n *SimNode, ev *event) {
 		n.starveUntil = c.now // this slice runs on: the starvation is over
 	}
 }
+
+// SetSlow makes every packet and stream message to or from the named node
+// arrive late by an extra delay drawn from extra, on top of the link's
+// latency, as for a member on an overloaded host or a saturated NIC: a
+// packet between two slow nodes is delayed twice. Unlike Starve, the node
+// itself runs normally and packets from one sender may overtake each other
+// when extra varies. A zero Latency ends it. Slowness belongs to the host:
+// it outlives crashes and restarts.
+func (c *Cluster) SetSlow(name string, extra Latency) error {
+	n, err := c.lookup(name)
+	if err != nil {
+		return err
+	}
+	n.slowBy = extra.model()
+	n.slow = !n.slowBy.isZero()
+	return nil
+}
+
+// Slow reports whether the named node is slowed by SetSlow.
+func (c *Cluster) Slow(name string) bool {
+	n := c.byName[name]
+	return n != nil && n.slow
+}
+
+// slowDelay is the extra delay, in nanoseconds, of a packet from -> to for
+// slow ends; it draws nothing when neither end is slow.
+func (c *Cluster) slowDelay(from, to int32) int64 {
+	var d int64
+	if f := c.nodes[from]; f.slow {
+		d += f.slowBy.sample(c.rng)
+	}
+	if t := c.nodes[to]; t.slow {
+		d += t.slowBy.sample(c.rng)
+	}
+	return d
+}
+
+// linkDelay is the delay of a stream message from -> to: the link's
+// latency and the slowness of its ends.
+func (c *Cluster) linkDelay(from, to int32) int64 {
+	return c.net.delay(c.rng, link(from, to)) + c.slowDelay(from, to)
+}

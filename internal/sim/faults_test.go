@@ -131,3 +131,48 @@ func TestStarveAndPauseCombine(t *testing.T) {
 		require.Less(t, got[i-1].seq, got[i].seq)
 	}
 }
+
+func TestSlowMemberDelaysItsPacketsBothWays(t *testing.T) {
+	h := newHarness(t, Options{Seed: 5, Latency: ConstantLatency(time.Millisecond)})
+	h.add("a", "b", "c")
+	require.NoError(t, h.SetSlow("b", ConstantLatency(200*time.Millisecond)))
+	require.True(t, h.Slow("b"))
+	require.False(t, h.Slow("a"))
+	h.send("a", "b", 1)
+	h.send("a", "c", 1)
+	h.Run(time.Second)
+	require.Equal(t, at(201*time.Millisecond), h.fake("b").got[0].at, "to the slow member")
+	require.Equal(t, at(time.Millisecond), h.fake("c").got[0].at, "others are not slowed")
+	for _, r := range h.fake("a").got {
+		if r.from == h.Addr("b") {
+			require.Equal(t, at(402*time.Millisecond), r.at, "from the slow member too")
+		} else {
+			require.Equal(t, at(2*time.Millisecond), r.at)
+		}
+	}
+
+	// Two slow ends add up; streams are slowed as packets are.
+	require.NoError(t, h.SetSlow("c", UniformLatency(100*time.Millisecond, 100*time.Millisecond)))
+	start := h.Now()
+	h.send("b", "c", 1)
+	var id uint64
+	h.do("a", func(f *fake, _ time.Time) { id = f.stream(h.Addr("b"), "x", 5*time.Second) })
+	h.Run(time.Second)
+	require.Equal(t, start.Add(301*time.Millisecond), h.fake("c").got[1].at)
+	res := h.fake("a").results
+	require.Len(t, res, 1)
+	require.Equal(t, id, res[0].id)
+	require.NoError(t, res[0].err)
+	require.Equal(t, start.Add(402*time.Millisecond), res[0].at)
+
+	// Slowness outlives a restart; a zero Latency ends it.
+	require.NoError(t, h.Restart("b"))
+	require.True(t, h.Slow("b"))
+	require.NoError(t, h.SetSlow("b", Latency{}))
+	require.False(t, h.Slow("b"))
+	start = h.Now()
+	h.send("a", "b", 1)
+	h.Run(time.Second)
+	require.Equal(t, start.Add(time.Millisecond), h.fake("b").got[0].at)
+	require.ErrorIs(t, h.SetSlow("nobody", ConstantLatency(time.Second)), ErrUnknownNode)
+}

@@ -3,33 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
-	"time"
 )
-
-// Latency is a one-way delay model: uniform in [Min, Max], or the constant
-// Min when Max <= Min.
-type Latency struct {
-	Min, Max time.Duration
-}
-
-// ConstantLatency delays every packet by d.
-func ConstantLatency(d time.Duration) Latency { return Latency{Min: d, Max: d} }
-
-// UniformLatency delays each packet by a uniform draw from [lo, hi]. Packets
-// on one link can therefore overtake each other, as UDP datagrams do.
-func UniformLatency(lo, hi time.Duration) Latency { return Latency{Min: lo, Max: hi} }
-
-// DefaultLatency is used when Options.Latency is zero: a LAN with an RTT of
-// one to three milliseconds.
-var DefaultLatency = UniformLatency(500*time.Microsecond, 1500*time.Microsecond)
-
-func (l Latency) sample(rng *rand.Rand) int64 {
-	lo := max(int64(l.Min), 0)
-	if int64(l.Max) <= lo {
-		return lo
-	}
-	return lo + rng.Int64N(int64(l.Max)-lo+1)
-}
 
 // linkKey names the directed link from one node index to another.
 type linkKey uint64
@@ -68,21 +42,36 @@ const (
 // network holds the fault configuration. Faults apply to packets when they
 // are sent: a packet already in flight when a partition starts still
 // arrives, as it would on a real wire.
+//
+// Loss has two layers that both apply: uniform loss (loss, linkLoss) and
+// bursty loss (burst, linkBurst), each a default with per-link overrides.
 type network struct {
-	latency     Latency
+	latency     latencyModel
 	loss        float64
-	linkLatency map[linkKey]Latency
+	burst       burstModel
+	linkLatency map[linkKey]latencyModel
 	linkLoss    map[linkKey]float64
-	blocked     map[linkKey]struct{}
-	cuts        []cut
+	linkBurst   map[linkKey]burstModel
+	// chains holds the state of each link's Gilbert-Elliott chain (true:
+	// bad), from the first packet the link carried under bursty loss.
+	chains map[linkKey]bool
+	// nodeBurst is the default bursty loss at every node's interface
+	// (SimNode.burst overrides it).
+	nodeBurst burstModel
+	blocked   map[linkKey]struct{}
+	cuts      []cut
 }
 
-func newNetwork(latency Latency, loss float64) network {
+func newNetwork(latency Latency, loss float64, burst, nodeBurst GilbertElliott) network {
 	return network{
-		latency:     latency,
+		latency:     latency.model(),
 		loss:        clampProbability(loss),
-		linkLatency: make(map[linkKey]Latency),
+		burst:       burst.model(),
+		nodeBurst:   nodeBurst.model(),
+		linkLatency: make(map[linkKey]latencyModel),
 		linkLoss:    make(map[linkKey]float64),
+		linkBurst:   make(map[linkKey]burstModel),
+		chains:      make(map[linkKey]bool),
 		blocked:     make(map[linkKey]struct{}),
 	}
 }
@@ -121,6 +110,15 @@ func (n *network) route(rng *rand.Rand, from, to int32) (int64, dropCause) {
 		return 0, dropPartition
 	}
 	k := link(from, to)
+	// The bursty chain steps for every packet the link carries, whatever
+	// the uniform layer then decides.
+	burst := &n.burst
+	if len(n.linkBurst) > 0 {
+		if b, ok := n.linkBurst[k]; ok {
+			burst = &b
+		}
+	}
+	lost := burst.on && n.burstLost(rng, k, burst)
 	loss := n.loss
 	if len(n.linkLoss) > 0 {
 		if p, ok := n.linkLoss[k]; ok {
@@ -129,10 +127,18 @@ func (n *network) route(rng *rand.Rand, from, to int32) (int64, dropCause) {
 	}
 	// Draw only when loss is possible so that enabling loss on one link
 	// does not shift the random sequence of runs without it elsewhere.
-	if loss > 0 && rng.Float64() < loss {
+	if lost || (loss > 0 && rng.Float64() < loss) {
 		return 0, dropLoss
 	}
 	return n.delay(rng, k), dropNone
+}
+
+// burstLost takes one step of link k's Gilbert-Elliott chain.
+func (n *network) burstLost(rng *rand.Rand, k linkKey, b *burstModel) bool {
+	bad, seen := n.chains[k]
+	lost := b.step(rng, &bad, seen)
+	n.chains[k] = bad
+	return lost
 }
 
 func (n *network) delay(rng *rand.Rand, k linkKey) int64 {
@@ -145,7 +151,7 @@ func (n *network) delay(rng *rand.Rand, k linkKey) int64 {
 }
 
 // SetLatency sets the default latency of every link without an override.
-func (c *Cluster) SetLatency(l Latency) { c.net.latency = l }
+func (c *Cluster) SetLatency(l Latency) { c.net.latency = l.model() }
 
 // SetLinkLatency overrides the latency of the one-way link from -> to.
 func (c *Cluster) SetLinkLatency(from, to string, l Latency) error {
@@ -153,7 +159,7 @@ func (c *Cluster) SetLinkLatency(from, to string, l Latency) error {
 	if err != nil {
 		return err
 	}
-	c.net.linkLatency[k] = l
+	c.net.linkLatency[k] = l.model()
 	return nil
 }
 
@@ -171,10 +177,74 @@ func (c *Cluster) SetLinkLoss(from, to string, p float64) error {
 	return nil
 }
 
-// ResetLinks removes every per-link latency and loss override.
+// SetBurstyLoss sets the bursty loss of every link without an override of
+// its own; it adds to the uniform loss of SetLoss. The zero GilbertElliott
+// turns it off. Each link keeps its chain's state across calls.
+func (c *Cluster) SetBurstyLoss(g GilbertElliott) { c.net.burst = g.model() }
+
+// SetLinkBurstyLoss overrides the bursty loss of the one-way link from ->
+// to; the zero GilbertElliott turns it off on that link.
+func (c *Cluster) SetLinkBurstyLoss(from, to string, g GilbertElliott) error {
+	k, err := c.linkOf(from, to)
+	if err != nil {
+		return err
+	}
+	c.net.linkBurst[k] = g.model()
+	return nil
+}
+
+// SetAllNodesBurstyLoss sets the bursty loss at the interface of every node
+// without an override of its own (see GilbertElliott); it adds to the
+// losses of the links. The zero GilbertElliott turns it off.
+func (c *Cluster) SetAllNodesBurstyLoss(g GilbertElliott) { c.net.nodeBurst = g.model() }
+
+// SetNodeBurstyLoss overrides the bursty loss at the named node's
+// interface: every packet it sends or is sent (a partition aside) steps
+// its chain, and is lost if the chain says so. The zero GilbertElliott
+// turns it off for the node; ResetNodeBurstyLoss returns it to the
+// default. It outlives crashes.
+func (c *Cluster) SetNodeBurstyLoss(name string, g GilbertElliott) error {
+	n, err := c.lookup(name)
+	if err != nil {
+		return err
+	}
+	n.burst, n.burstOwn = g.model(), true
+	return nil
+}
+
+// ResetNodeBurstyLoss removes the named node's own bursty loss: the
+// default of SetAllNodesBurstyLoss applies again.
+func (c *Cluster) ResetNodeBurstyLoss(name string) error {
+	n, err := c.lookup(name)
+	if err != nil {
+		return err
+	}
+	n.burst, n.burstOwn = burstModel{}, false
+	return nil
+}
+
+// nodeBurstLost steps the interface chains of both ends of a packet, the
+// sender's first, and reports whether either lost it.
+func (c *Cluster) nodeBurstLost(from, to *SimNode) bool {
+	lost := false
+	for _, n := range [2]*SimNode{from, to} {
+		b := &c.net.nodeBurst
+		if n.burstOwn {
+			b = &n.burst
+		}
+		if b.on {
+			lost = b.step(c.rng, &n.burstBad, n.burstSeen) || lost
+			n.burstSeen = true
+		}
+	}
+	return lost
+}
+
+// ResetLinks removes every per-link latency, loss and bursty loss override.
 func (c *Cluster) ResetLinks() {
 	clear(c.net.linkLatency)
 	clear(c.net.linkLoss)
+	clear(c.net.linkBurst)
 }
 
 // BlockOneWay drops everything sent from -> to (packets, and streams, which

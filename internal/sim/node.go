@@ -40,6 +40,17 @@ type SimNode struct {
 	starveFrom   int64
 	starveUntil  int64
 
+	// burst (loss.go): the bursty loss at the node's interface when
+	// burstOwn, else the network's nodeBurst; burstBad is its chain's
+	// state once burstSeen. It outlives crashes.
+	burst                         burstModel
+	burstOwn, burstSeen, burstBad bool
+
+	// slow (faults.go): an extra delay on every packet and stream to or
+	// from the node, drawn from slowBy; it outlives crashes.
+	slow   bool
+	slowBy latencyModel
+
 	restarts int
 	counters NodeCounters
 }
@@ -92,6 +103,10 @@ func (c *Cluster) crash(n *SimNode) {
 	if !n.up {
 		return
 	}
+	for _, m := range c.metrics {
+		m.crashing(n)
+	}
+	c.up--
 	n.up = false
 	n.gen++
 	n.node = nil
@@ -128,6 +143,7 @@ func (c *Cluster) Restart(name string) error {
 	n.node = node
 	n.up = true
 	n.restarts++
+	c.started(n)
 	c.drain(n)
 	return nil
 }

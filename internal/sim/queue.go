@@ -26,6 +26,10 @@ const (
 	// evStarveRelease: node's starvation stall is over; its waiting inputs
 	// are processed.
 	evStarveRelease
+	// evChurnJoin, evChurnCrash: Churn number id adds a member, or crashes
+	// one (churn.go); node is unused.
+	evChurnJoin
+	evChurnCrash
 )
 
 // event is one entry of the queue. Events are stored by value in the heap so

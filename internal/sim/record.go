@@ -95,7 +95,7 @@ type Counters struct {
 	PacketsSent, BytesSent           uint64 // packets nodes handed to the network
 	PacketsDelivered, BytesDelivered uint64 // packets handed to a node's HandlePacket
 
-	DroppedLoss      uint64 // random loss
+	DroppedLoss      uint64 // random loss, uniform or bursty
 	DroppedPartition uint64 // partition or one-way block at send time
 	DroppedDown      uint64 // the destination was crashed when the packet arrived
 	DroppedUnknown   uint64 // no node has the destination address

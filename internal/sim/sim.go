@@ -6,14 +6,35 @@
 // give the same run, event for event, which is what makes a failing protocol
 // scenario reproducible from the seed it prints (see Cluster.LogSeedOnFailure).
 //
-// The network delivers packets after a per-link latency and drops them for
-// random loss, partitions and one-way blocks. Nodes can crash (everything
-// pending for them is discarded), restart with fresh state at the same name
-// and address, pause (inputs wait and are processed late, as in a GC
-// pause), and starve (inputs are read only in short slices while timers run
-// on, as in a process short of CPU; see Cluster.Starve). Streams (the TCP
-// exchanges of join and push-pull) succeed when the peer is up and
-// reachable and time out otherwise.
+// Fault models:
+//
+//   - Latency (latency.go): a one-way delay distribution per link and as
+//     the default: constant, uniform, or lognormal given its median and
+//     99th percentile (LognormalLatency).
+//   - Loss (loss.go): uniform (SetLoss, SetLinkLoss) and bursty, a
+//     Gilbert-Elliott chain per link (SetBurstyLoss, SetLinkBurstyLoss) or
+//     at a node's interface (SetAllNodesBurstyLoss, SetNodeBurstyLoss).
+//   - Partitions (network.go): group partitions (Partition, Isolate) and
+//     one-way blocks (BlockOneWay), until Heal.
+//   - Nodes (node.go, faults.go): crash (everything pending for the node is
+//     discarded), restart with fresh state at the same name and address,
+//     pause (inputs wait and are processed late, as in a GC pause), starve
+//     (inputs are read only in short slices while timers run on, as in a
+//     process short of CPU; see Cluster.Starve), and slow (every packet to
+//     or from the node takes an extra delay; SetSlow).
+//   - Churn (churn.go): members join through a random running member and
+//     running members crash, at given rates (StartChurn).
+//
+// Streams (the TCP exchanges of join and push-pull) succeed when the peer is
+// up and reachable and time out otherwise; they are immune to loss.
+//
+// Measurements (metrics.go, agree.go): a Metrics, attached with NewMetrics,
+// follows a run without keeping its event log: the detection latency of
+// each crash (first suspicion, first death, last survivor to learn), false
+// suspicions and deaths per member-hour, the dissemination curve of a
+// tracked change (TrackSpread), traffic per member and second, and
+// broadcast drops. ViewsAgree and RunUntilAgree tell when the membership
+// views agree, e.g. after a partition heals.
 package sim
 
 import (
