@@ -226,6 +226,7 @@ func (m *Machine) Version() uint64 { return m.version }
 func (m *Machine) Stats() Stats {
 	s := m.stats
 	s.BroadcastsDropped = m.bq.dropped
+	s.BroadcastQueueLen = m.bq.Len()
 	return s
 }
 
@@ -462,6 +463,7 @@ type Stats struct {
 	FinalChecks                  uint64 // suspects pinged once more before being declared dead
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit
+	BroadcastQueueLen            int    // deltas waiting now (a gauge, not a counter)
 	PushPulls, PushPullsFailed   uint64
 	TCPPings, TCPPingsFailed     uint64
 	Reconnects                   uint64

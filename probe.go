@@ -23,6 +23,7 @@ type probeRound struct {
 	// (Lifeguard §IV-A): relays that stay silent point at us.
 	nacksExpected, nacksReceived int
 	tcpID                        uint64 // fallback TCP ping in flight, 0 if none
+	incarnation                  uint64 // the target's when the probe started
 }
 
 // relay is a ping this member sends on behalf of a ping-req requester.
@@ -67,11 +68,12 @@ func (m *Machine) tickProbe(now time.Time) {
 	}
 	// Lifeguard §IV-A: an unhealthy member waits longer for acks.
 	p := &probeRound{
-		target:    target,
-		seq:       m.nextSeq(),
-		start:     now,
-		timeoutAt: now.Add(m.scaled(m.cfg.ProbeTimeout)),
-		endAt:     now.Add(m.scaled(m.cfg.ProbeInterval)),
+		target:      target,
+		incarnation: target.Incarnation,
+		seq:         m.nextSeq(),
+		start:       now,
+		timeoutAt:   now.Add(m.scaled(m.cfg.ProbeTimeout)),
+		endAt:       now.Add(m.scaled(m.cfg.ProbeInterval)),
 	}
 	m.probes = append(m.probes, p)
 	m.stats.Probes++
@@ -282,9 +284,10 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 		m.adjustHealth(-1)
 		return
 	}
-	if m.members[t.Name] != t || !t.live() {
-		// Declared dead (or gone) while we probed it: our silence from
-		// it says nothing about us, nor anything new about it.
+	if m.members[t.Name] != t || !t.live() || t.Incarnation != p.incarnation {
+		// Declared dead, gone, or back at a new incarnation (it refuted,
+		// or restarted) while we probed it: our silence from it says
+		// nothing about us, nor anything about its present life.
 		return
 	}
 	m.stats.ProbesFailed++
