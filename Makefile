@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race lint bench fuzz demo detect
+.PHONY: test race lint bench fuzz demo detect compare chaos
 
 # test: formatting, vet, and every test under the race detector.
 test: lint
@@ -32,3 +32,21 @@ DETECT_SEEDS ?= 50
 DETECT_SIZES ?= 64,1000
 detect:
 	$(GO) test -count=1 -timeout 2h -parallel 1 -run '^TestDetectionLatency$$' -v ./internal/sim -detect.seeds $(DETECT_SEEDS) -detect.sizes $(DETECT_SIZES)
+
+# chaos: the chaos suite (internal/chaos): 32 agent processes in a private
+# network namespace, faults injected by the kernel (nftables loss, one-way
+# links, isolation; SIGKILL, SIGSTOP/SIGCONT, starvation). Linux and root
+# only (it skips elsewhere); installs nftables/iproute2 if missing; about
+# 5 minutes. Extra flags: make chaos CHAOS_FLAGS='-chaos.fault 120s'.
+CHAOS_FLAGS ?=
+chaos:
+	SWIM_CHAOS=1 $(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./internal/chaos $(CHAOS_FLAGS)
+
+# compare: swim and hashicorp/memberlist v0.7.0 side by side at N = 64, 256
+# and 1,024 in one process, plus a search for the largest N each keeps
+# stable; prints one table. internal/compare is a module of its own, so the
+# library never depends on memberlist. About 20-25 minutes on 2 cores; flags in
+# COMPARE_FLAGS (see `cd internal/compare && go run . -h`).
+COMPARE_FLAGS ?=
+compare:
+	cd internal/compare && $(GO) run . $(COMPARE_FLAGS)

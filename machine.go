@@ -347,12 +347,13 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		// Geode: any message from a member counts as a heartbeat.
 		s.lastHeard = now
 	}
+	// Deltas first, requests last: a ping that carries a suspicion of us
+	// (buddy ping, final check) must see the refutation it provokes queued
+	// before its ack is built, so the refutation rides on that ack.
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
-		case *wire.Ping:
-			m.handlePing(now, from, msg)
-		case *wire.PingReq:
-			m.handlePingReq(now, from, msg)
+		case *wire.Ping, *wire.PingReq:
+			continue
 		case *wire.Ack:
 			m.handleAck(now, from, msg)
 		case *wire.Nack:
@@ -367,6 +368,14 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			// A push-pull belongs on a stream, a compound was flattened.
 			m.stats.PacketsDropped++
 			return fmt.Errorf("swim: packet from %s: unexpected %T", from, msg)
+		}
+	}
+	for _, msg := range msgs {
+		switch msg := msg.(type) {
+		case *wire.Ping:
+			m.handlePing(now, from, msg)
+		case *wire.PingReq:
+			m.handlePingReq(now, from, msg)
 		}
 	}
 	return nil

@@ -518,3 +518,33 @@ func TestSuspicionHeardFromIsNotDeclaredDead(t *testing.T) {
 		})
 	}
 }
+
+// TestBuddyPingRefutationRidesOnTheAck: a ping that carries a suspicion of
+// its receiver is answered with an ack that carries the refutation, so the
+// prober learns of it in one round trip (Lifeguard §IV-C).
+func TestBuddyPingRefutationRidesOnTheAck(t *testing.T) {
+	h := newMT(t, mtConfig())
+	h.joinPeers(3, 1)
+	h.ready()
+	self := h.m.LocalMember()
+	h.feed(mtPeerAddr(1),
+		&wire.Ping{Seq: 7, Target: self.Name, From: mtPeer(1)},
+		&wire.Suspect{Name: self.Name, Incarnation: self.Incarnation, From: mtPeer(1)})
+	out := h.ready()
+	require.Len(t, out.Packets, 1, "one answer")
+	var acked bool
+	var refutation *wire.Alive
+	for _, msg := range out.Packets[0].Msgs {
+		switch msg := msg.(type) {
+		case *wire.Ack:
+			acked = msg.Seq == 7
+		case *wire.Alive:
+			if msg.Name == self.Name {
+				refutation = msg
+			}
+		}
+	}
+	require.True(t, acked, "the ping is acked")
+	require.NotNil(t, refutation, "the refutation rides on the ack")
+	require.Equal(t, self.Incarnation+1, refutation.Incarnation)
+}
