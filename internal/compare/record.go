@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Phases of one cluster's run, for attributing "member declared dead"
+// events.
+const (
+	phaseOff    int32 = iota // starting up or tearing down: events are ignored
+	phaseBoot                // joining
+	phaseSteady              // converged (or given up on), before any crash
+	phaseCrash               // a batch of members was shut down
+	phaseLoss                // packet loss injected
+	numPhases
+)
+
+var phaseNames = [numPhases]string{"off", "bootstrap", "steady", "crash", "loss"}
+
+// recorder receives, from every member of a cluster, the events "member X
+// is gone" (memberlist's NotifyLeave, swim's EventLeave) and attributes
+// them: to the crash batch (detection times) or, when X is still running, to
+// the false deaths of the current phase.
+type recorder struct {
+	phase atomic.Int32
+	n     int
+
+	mu          sync.Mutex
+	crashStart  time.Time
+	crashed     map[int]int // member index → position in the crash batch
+	crashedObs  []bool      // by member index: crashed, its own events no longer count
+	knew        [][]bool    // per crashed member, per observer: had it live at the crash
+	seen        [][]time.Duration
+	seenCount   []int
+	falseDeaths [numPhases]int
+	falseWho    [numPhases]map[int]bool
+}
+
+func newRecorder(n int) *recorder {
+	r := &recorder{n: n, crashedObs: make([]bool, n)}
+	for i := range r.falseWho {
+		r.falseWho[i] = make(map[int]bool)
+	}
+	return r
+}
+
+// nodeName is the member name both libraries use for member i.
+func nodeName(i int) string { return fmt.Sprintf("node-%05d", i) }
+
+// nodeIndex inverts nodeName; -1 for a name it did not make.
+func nodeIndex(name string) int {
+	s, ok := strings.CutPrefix(name, "node-")
+	if !ok {
+		return -1
+	}
+	i, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return i
+}
+
+// gone records that observer now considers member dead (or left).
+func (r *recorder) gone(observer int, member string) {
+	ph := r.phase.Load()
+	if ph == phaseOff {
+		return
+	}
+	m := nodeIndex(member)
+	if m < 0 || observer < 0 || observer >= r.n {
+		return
+	}
+	at := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.crashedObs[observer] {
+		return
+	}
+	if k, ok := r.crashed[m]; ok {
+		if r.knew[k][observer] && r.seen[k][observer] == 0 {
+			r.seen[k][observer] = max(at.Sub(r.crashStart), time.Nanosecond)
+			r.seenCount[k]++
+		}
+		return
+	}
+	r.falseDeaths[ph]++
+	r.falseWho[ph][m] = true
+}
+
+// startCrash declares the crash batch and who knew each of its members;
+// call it just before shutting them down.
+func (r *recorder) startCrash(batch []int, knew [][]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.knew = knew
+	r.crashed = make(map[int]int, len(batch))
+	r.seen = make([][]time.Duration, len(batch))
+	r.seenCount = make([]int, len(batch))
+	for k, m := range batch {
+		r.crashed[m] = k
+		r.crashedObs[m] = true
+		r.seen[k] = make([]time.Duration, r.n)
+	}
+	r.crashStart = time.Now()
+	r.phase.Store(phaseCrash)
+}
+
+// crashNeeded returns, per crashed member, how many survivors knew it.
+func (r *recorder) crashNeeded() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int, len(r.knew))
+	for k, row := range r.knew {
+		for _, v := range row {
+			if v {
+				out[k]++
+			}
+		}
+	}
+	return out
+}
+
+// crashProgress returns, per crashed member, how many of the survivors that
+// knew it know it is gone.
+func (r *recorder) crashProgress() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.seenCount...)
+}
+
+// crashTimes returns, per crashed member, the time until the last survivor
+// (of those that knew it) reported it gone.
+func (r *recorder) crashTimes() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]time.Duration, len(r.seen))
+	for k, row := range r.seen {
+		for _, d := range row {
+			out[k] = max(out[k], d)
+		}
+	}
+	return out
+}
+
+// falseIn returns the false deaths of a phase: (observer, member) events
+// and distinct members.
+func (r *recorder) falseIn(ph int32) (events, members int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.falseDeaths[ph], len(r.falseWho[ph])
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"unsafe"
+
+	"github.com/swim-go/swim"
+)
+
+// swimLib runs swim members over a counting wrapper of swim's NetTransport.
+type swimLib struct{}
+
+func (swimLib) name() string { return "swim" }
+
+// swimConfig returns the configuration of member i: swim's LAN defaults, or,
+// matched, memberlist's LAN values for the knobs both libraries have (see
+// matchedNote).
+func swimConfig(matched bool) *swim.Config {
+	cfg := swim.DefaultLANConfig()
+	if matched {
+		ml := memberlistLANDefaults()
+		cfg.ProbeInterval = ml.ProbeInterval
+		cfg.ProbeTimeout = ml.ProbeTimeout
+		cfg.IndirectChecks = ml.IndirectChecks
+		cfg.SuspicionMult = ml.SuspicionMult
+		cfg.SuspicionMaxTimeoutMult = ml.SuspicionMaxTimeoutMult
+		cfg.RetransmitMult = ml.RetransmitMult
+		cfg.GossipInterval = ml.GossipInterval
+		cfg.GossipNodes = ml.GossipNodes
+		cfg.GossipToDeadTime = ml.GossipToTheDeadTime
+		cfg.PushPullInterval = ml.PushPullInterval
+		cfg.StreamTimeout = ml.TCPTimeout
+		cfg.PacketBudget = ml.UDPBufferSize
+		cfg.AwarenessMaxMultiplier = ml.AwarenessMaxMultiplier
+		cfg.TCPChecks = !ml.DisableTcpPings
+		// memberlist has no pause tolerance: its suspicion timeout is
+		// SuspicionMult·max(1, log10 N)·ProbeInterval (Max = 6×), which
+		// swim uses too when PauseTolerance is 0.
+		cfg.PauseTolerance = 0
+	}
+	return cfg
+}
+
+func (swimLib) start(i int, c *counters, rec *recorder, matched bool) (member, error) {
+	cfg := swimConfig(matched)
+	t, err := newSwimTransport(c, cfg.MaxConcurrentStreams)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Name = nodeName(i)
+	cfg.BindAddr = "127.0.0.1"
+	cfg.BindPort = 0
+	cfg.Transport = t
+	cfg.Events = swim.EventFunc(func(e swim.Event) {
+		if e.Kind == swim.EventLeave {
+			rec.gone(i, e.Member.Name)
+		}
+	})
+	ml, err := swim.New(cfg)
+	if err != nil {
+		_ = t.Close()
+		return nil, err
+	}
+	return &swimMember{ml: ml, addr: t.LocalAddr().String()}, nil
+}
+
+type swimMember struct {
+	ml   *swim.Memberlist
+	addr string
+}
+
+func (m *swimMember) address() string { return m.addr }
+func (m *swimMember) numMembers() int { return m.ml.NumMembers() }
+func (m *swimMember) shutdown() error { return m.ml.Shutdown() }
+func (m *swimMember) dropped() uint64 { return m.ml.Stats().EventsDropped }
+func (m *swimMember) liveNames() []string {
+	ms := m.ml.Members()
+	out := make([]string, len(ms))
+	for i, mb := range ms {
+		out[i] = mb.Name
+	}
+	return out
+}
+func (m *swimMember) join(ctx context.Context, seed string) error {
+	_, err := m.ml.Join(ctx, seed)
+	return err
+}
+
+// swimTransport wraps swim's NetTransport, counting what is sent (packets
+// in WriteTo, stream bytes on dialled and accepted streams) and dropping
+// packets on demand.
+type swimTransport struct {
+	inner   *swim.NetTransport
+	c       *counters
+	streams chan net.Conn
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	err     error
+}
+
+var _ swim.Transport = (*swimTransport)(nil)
+
+func newSwimTransport(c *counters, maxStreams int) (*swimTransport, error) {
+	nt, err := swim.NewNetTransport(&swim.NetTransportConfig{
+		BindAddr:             "127.0.0.1",
+		MaxConcurrentStreams: maxStreams,
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := &swimTransport{
+		inner:   nt,
+		c:       c,
+		streams: make(chan net.Conn),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go t.relay()
+	return t, nil
+}
+
+// relay hands accepted streams on, wrapped, until the inner transport closes.
+func (t *swimTransport) relay() {
+	defer close(t.done)
+	defer close(t.streams)
+	for conn := range t.inner.Streams() {
+		select {
+		case t.streams <- &countingConn{Conn: conn, c: t.c}:
+		case <-t.stop:
+			_ = conn.Close()
+		}
+	}
+}
+
+func (t *swimTransport) LocalAddr() netip.AddrPort { return t.inner.LocalAddr() }
+
+func (t *swimTransport) WriteTo(b []byte, to netip.AddrPort) error {
+	if t.c.drop() {
+		return nil
+	}
+	err := t.inner.WriteTo(b, to)
+	if err == nil {
+		t.c.sent(len(b))
+	}
+	return err
+}
+
+func (t *swimTransport) Packets() <-chan swim.IncomingPacket { return t.inner.Packets() }
+
+func (t *swimTransport) DialStream(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
+	conn, err := t.inner.DialStream(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	t.c.streams.Add(1)
+	return &countingConn{Conn: conn, c: t.c}, nil
+}
+
+func (t *swimTransport) Streams() <-chan net.Conn { return t.streams }
+
+func (t *swimTransport) Close() error {
+	t.once.Do(func() {
+		t.err = t.inner.Close()
+		close(t.stop)
+		<-t.done
+	})
+	return t.err
+}
+
+// swimEventBuffer and swimEventSize size the event queue swim allocates
+// when Config.Events is set, for the notes under the table.
+func swimEventBuffer() int { return swim.DefaultLANConfig().EventBuffer }
+func swimEventSize() int   { return int(unsafe.Sizeof(swim.Event{})) }
