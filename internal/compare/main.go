@@ -7,7 +7,9 @@
 // free port of its own, over the library's own UDP+TCP transport wrapped to
 // count what is sent (and to drop packets for the loss scenario). One
 // library's cluster runs at a time; between runs every member is shut down,
-// the goroutines are waited for and the heap is collected.
+// the goroutines are waited for and the heap is collected until it is back
+// where the run started (memberlist leaves suspicion timers pending that keep
+// its members reachable for up to a minute or two).
 //
 // For each N (-n) and each library, first with its own LAN defaults
 // (memberlist.DefaultLANConfig, swim.DefaultLANConfig), then at matched
@@ -50,10 +52,11 @@
 // every join succeeded, no false death while joining nor over
 // -search-window, and the median member sees all N at its end (a member
 // that missed a rumor waits for anti-entropy, which is slow, not unstable;
-// full convergence is reported apart). It walks the doubling ladder -search-from, 2×, … up to
-// -max-n, reusing the LAN-defaults runs above, stops at the first failure,
-// and starts no run after -search-budget, nor one whose memory (extrapolated
-// from the last run, quadratic in N) or file descriptors would not fit.
+// full convergence is reported apart). It walks the doubling ladder
+// -search-from, 2×, … up to -max-n, reusing the LAN-defaults runs above,
+// stops at the first failure, and starts no run after -search-budget, nor
+// one whose memory (extrapolated from the last run, quadratic in N) or file
+// descriptors would not fit.
 package main
 
 import (

@@ -185,11 +185,13 @@ func runCluster(lib library, p plan, o *options) (res result) {
 	rec := newRecorder(p.n)
 
 	members := make([]member, 0, p.n)
-	var wg sync.WaitGroup // the join workers
+	var wg sync.WaitGroup     // the join workers
+	var pollWG sync.WaitGroup // the bootstrap poller
 	defer func() {
 		rec.phase.Store(phaseOff)
 		shutdownAll(members)
-		wg.Wait() // joins still in flight end once their member is shut down
+		wg.Wait()     // joins still in flight end once their member is shut down
+		pollWG.Wait() // and so does a count in progress
 		for _, m := range members {
 			res.EventsDropped += m.dropped() // after Shutdown: final counters, no wait for a busy loop
 		}
@@ -267,7 +269,6 @@ func runCluster(lib library, p plan, o *options) (res result) {
 	type poll struct{ lo, med int }
 	polls := make(chan poll, 1)
 	pollStop := make(chan struct{})
-	var pollWG sync.WaitGroup
 	pollWG.Go(func() {
 		for {
 			lo, med := seen(members)
@@ -308,7 +309,6 @@ bootstrap:
 	}
 	tick.Stop()
 	close(pollStop)
-	pollWG.Wait()
 	cancel()
 	// memberlist's Join takes no context: give joins in flight a while,
 	// and wait for the rest at teardown.
