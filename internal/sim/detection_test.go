@@ -37,7 +37,7 @@ func measureDetection(t testing.TB, seed uint64, n int, config func(string) *swi
 		suspected bool
 		declared  bool
 	)
-	c := New(Options{Seed: seed, NodeFactory: MachineFactory(config), DisableLog: true, CheckInterval: 50 * time.Millisecond,
+	opts := Options{Seed: seed, NodeFactory: MachineFactory(config), DisableLog: true, CheckInterval: 50 * time.Millisecond,
 		OnEvent: func(r Record) {
 			if victim == "" || r.Event.Member.Name != victim || r.At.Before(crash) {
 				return
@@ -48,17 +48,9 @@ func measureDetection(t testing.TB, seed uint64, n int, config func(string) *swi
 			case r.Event.Kind == swim.EventLeave && !declared:
 				declared, d.firstDead = true, r.At.Sub(crash)
 			}
-		}})
-	c.LogSeedOnFailure(t)
-	s := &scenario{Cluster: c, t: t}
-	nodes, err := c.AddNodes("m", n)
-	require.NoError(t, err)
-	for _, nd := range nodes {
-		s.names = append(s.names, nd.Name())
-	}
-	for _, name := range s.names[1:] {
-		s.join(name, c.Addr(s.names[0]))
-	}
+		}}
+	s := newScenarioWith(t, opts, n, true)
+	c := s.Cluster
 	if !s.RunUntil(s.converged, 3*time.Minute) {
 		return detection{}, false
 	}

@@ -24,7 +24,13 @@ func lanConfig(string) *swim.Config { return swim.DefaultLANConfig() }
 // if join is set, has all but m0 join through m0 at once.
 func newScenario(t testing.TB, seed uint64, n int, config func(string) *swim.Config, join bool) *scenario {
 	t.Helper()
-	c := New(Options{Seed: seed, NodeFactory: MachineFactory(config)})
+	return newScenarioWith(t, Options{Seed: seed, NodeFactory: MachineFactory(config)}, n, join)
+}
+
+// newScenarioWith is newScenario with the cluster's options spelled out.
+func newScenarioWith(t testing.TB, opts Options, n int, join bool) *scenario {
+	t.Helper()
+	c := New(opts)
 	c.LogSeedOnFailure(t)
 	s := &scenario{Cluster: c, t: t}
 	nodes, err := c.AddNodes("m", n)
