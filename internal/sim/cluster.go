@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"time"
+	"weak"
 
 	"github.com/swim-go/swim"
 )
@@ -111,9 +112,19 @@ func (c *Cluster) String() string {
 // so the run can be replayed.
 func (c *Cluster) LogSeedOnFailure(t TB) {
 	t.Helper()
+	// The testing package keeps finished cleanups reachable until the
+	// parent test ends, so the closure holds the Cluster only weakly: a
+	// test running many large clusters one after another must not keep
+	// them all alive.
+	seed, wc := c.opts.Seed, weak.Make(c)
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s: replay with Options.Seed = %d", c, c.opts.Seed)
+		if !t.Failed() {
+			return
+		}
+		if c := wc.Value(); c != nil {
+			t.Logf("%s: replay with Options.Seed = %d", c, seed)
+		} else {
+			t.Logf("sim seed=%d: replay with Options.Seed = %d", seed, seed)
 		}
 	})
 }
