@@ -64,6 +64,7 @@ type broadcastQueue struct {
 	buckets []bucketList // index: transmit count
 	byKey   map[string]*broadcast
 	n       int
+	peak    int // most deltas pending since byKey was last made
 	limit   int
 	packet  uint64
 	dropped uint64
@@ -93,6 +94,7 @@ func (q *broadcastQueue) queue(key string, frame []byte) *broadcast {
 	q.byKey[key] = b
 	q.bucket(0).pushFront(b)
 	q.n++
+	q.peak = max(q.peak, q.n)
 	for q.n > q.limit {
 		q.dropMostSent()
 	}
@@ -106,6 +108,18 @@ func (q *broadcastQueue) unlink(b *broadcast) {
 	}
 	b.removed = true
 	q.n--
+	q.shrinkIfEmpty()
+}
+
+// shrinkIfEmpty replaces the index of an emptied queue that once held many
+// deltas: Go maps never give back their buckets, and after a join storm
+// every member of a large cluster would otherwise hold an index sized for
+// the whole cluster.
+func (q *broadcastQueue) shrinkIfEmpty() {
+	if q.n == 0 && q.peak > 64 {
+		q.byKey = make(map[string]*broadcast)
+		q.peak = 0
+	}
 }
 
 func (q *broadcastQueue) dropMostSent() {
@@ -161,6 +175,7 @@ func (q *broadcastQueue) take(frames [][]byte, budget, limit int) ([][]byte, int
 				delete(q.byKey, b.key)
 				b.removed = true
 				q.n--
+				q.shrinkIfEmpty()
 			} else {
 				q.bucket(b.transmits).pushFront(b)
 			}
@@ -195,21 +210,21 @@ func (m *Machine) tickGossip(now time.Time) {
 
 // gossip sends pending deltas to fanout random members.
 func (m *Machine) gossip(fanout int) {
-	n := m.gossipTargets()
-	if n == 0 {
+	if m.gossipTargets() == 0 {
 		return
 	}
+	// Draw from the ring (which holds this member too) and the dead list.
+	n := len(m.ring) + len(m.dead)
 	picked := m.pickScratch[:0]
 	for attempts := 0; len(picked) < fanout && attempts < 4*fanout+8; attempts++ {
 		i := m.rng.IntN(n)
 		var s *memberState
-		if i < len(m.live) {
-			s = m.live[i]
-		} else {
-			s = m.dead[i-len(m.live)]
-			if s.State != StateDead {
+		if i < len(m.ring) {
+			if s = m.entry(m.ring[i]); s == m.self {
 				continue
 			}
+		} else if s = m.entry(m.dead[i-len(m.ring)].id); s.state() != StateDead {
+			continue
 		}
 		if slices.Contains(picked, s) {
 			continue
@@ -217,7 +232,7 @@ func (m *Machine) gossip(fanout int) {
 		picked = append(picked, s)
 	}
 	for _, s := range picked {
-		if !m.sendGossip(s.Addr) {
+		if !m.sendGossip(m.addrOf(s)) {
 			break
 		}
 	}
@@ -227,4 +242,4 @@ func (m *Machine) gossip(fanout int) {
 
 // gossipTargets is the size of the pool gossip picks from: live members and
 // those still within GossipToDeadTime of their death.
-func (m *Machine) gossipTargets() int { return len(m.live) + len(m.dead) }
+func (m *Machine) gossipTargets() int { return m.numOthers() + len(m.dead) }

@@ -1,7 +1,6 @@
 package swim
 
 import (
-	"net/netip"
 	"slices"
 	"time"
 
@@ -37,12 +36,16 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		m.stats.PacketsDropped++
 		return
 	}
-	if a.Name == m.self.Name {
+	if a.Name == m.selfName {
 		// Someone holds a newer incarnation of us, from a previous life
 		// under this name: overtake it.
-		if a.Incarnation > m.self.Incarnation && m.self.State == StateAlive {
+		if a.Incarnation > m.self.inc() && m.self.state() == StateAlive {
 			m.refute(now, a.Incarnation)
 		}
+		return
+	}
+	s := m.lookup(a.Name)
+	if s != nil && a.Incarnation <= s.inc() {
 		return
 	}
 	addr, err := wire.DecodeAddr(a.Addr)
@@ -50,17 +53,10 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		m.stats.PacketsDropped++
 		return
 	}
-	s, known := m.members[a.Name]
-	if !known {
-		s = &memberState{
-			Member:      Member{Name: a.Name, Addr: addr, Meta: cloneBytes(a.Meta), State: StateAlive, Incarnation: a.Incarnation},
-			stateChange: now,
-			liveIdx:     -1,
-		}
-		m.members[a.Name] = s
-		m.setAddr(s, addr)
+	if s == nil {
+		s = m.addEntry(a.Name, addr, a.Meta, StateAlive, a.Incarnation, now)
 		m.dropReconnect(a.Name)
-		m.setLive(s)
+		m.ringInsert(s)
 		m.addToProbeOrder(s)
 		m.version++
 		m.event(EventJoin, s)
@@ -69,17 +65,11 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		}
 		return
 	}
-	if a.Incarnation <= s.Incarnation {
-		return
-	}
-	prev := s.State
-	changed := s.Addr != addr || string(s.Meta) != string(a.Meta)
-	s.Incarnation = a.Incarnation
-	if s.Addr != addr {
-		m.setAddr(s, addr)
-	}
-	if string(s.Meta) != string(a.Meta) {
-		s.Meta = cloneBytes(a.Meta)
+	prev := s.state()
+	changed := m.addrOf(s) != addr || string(m.metaOf(s)) != string(a.Meta)
+	s.setInc(a.Incarnation)
+	if changed {
+		m.setIdentity(s, addr, a.Meta)
 	}
 	m.version++
 	switch prev {
@@ -88,13 +78,13 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 			m.event(EventUpdate, s)
 		}
 	case StateSuspect:
-		m.cancelSuspicion(s.Name)
+		m.cancelSuspicion(a.Name)
 		m.setState(now, s, StateAlive)
 		m.event(EventAlive, s)
 	case StateDead, StateLeft:
 		m.setState(now, s, StateAlive)
 		// Its old entry may still wait later in this pass; one is enough.
-		if !slices.Contains(m.probeOrder[m.probeNext:], s) {
+		if !slices.Contains(m.probeOrder[m.probeNext:], s.id) {
 			m.addToProbeOrder(s)
 		}
 		m.event(EventJoin, s)
@@ -106,12 +96,12 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 
 // handleSuspect applies a suspect delta.
 func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
-	if d.Name == m.self.Name {
+	if d.Name == m.selfName {
 		m.selfAccused(now, d.Incarnation)
 		return
 	}
-	s, ok := m.members[d.Name]
-	if !ok || !s.live() || d.Incarnation < s.Incarnation {
+	s := m.lookup(d.Name)
+	if s == nil || !s.live() || d.Incarnation < s.inc() {
 		return
 	}
 	// Anchor where the accuser did (Geode: at the last moment the member
@@ -129,42 +119,43 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 // it shortens the timer and is passed on so others count it too (Lifeguard
 // §IV-B).
 func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string, anchor time.Time) {
+	name := m.nameOf(s)
 	msg := func() *wire.Suspect {
 		silence := now.Sub(anchor)
-		if sp, ok := m.suspicions[s.Name]; ok {
+		if sp, ok := m.suspicions[name]; ok {
 			silence = now.Sub(sp.start)
 		}
-		return &wire.Suspect{Name: s.Name, Incarnation: inc, From: from, Silence: uint32(max(silence, 0) / time.Millisecond)}
+		return &wire.Suspect{Name: name, Incarnation: inc, From: from, Silence: uint32(max(silence, 0) / time.Millisecond)}
 	}
-	if s.State == StateSuspect && s.Incarnation == inc {
-		if m.startSuspicion(now, s.Name, inc, from, anchor) {
+	if s.state() == StateSuspect && s.inc() == inc {
+		if m.startSuspicion(now, name, inc, from, anchor) {
 			m.stats.SuspicionsConfirmed++
-			m.queueBroadcast(s.Name, msg())
+			m.queueBroadcast(name, msg())
 		}
 		return
 	}
-	if from == m.self.Name {
+	if from == m.selfName {
 		m.stats.SuspicionsRaised++
 	}
-	wasSuspect := s.State == StateSuspect
-	s.Incarnation = inc
+	wasSuspect := s.state() == StateSuspect
+	s.setInc(inc)
 	m.setState(now, s, StateSuspect)
 	m.version++
-	m.startSuspicion(now, s.Name, inc, from, anchor)
+	m.startSuspicion(now, name, inc, from, anchor)
 	if !wasSuspect {
 		m.event(EventSuspect, s)
 	}
-	m.queueBroadcast(s.Name, msg())
+	m.queueBroadcast(name, msg())
 }
 
 // handleDead applies a dead or left delta.
 func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
-	if d.Name == m.self.Name {
+	if d.Name == m.selfName {
 		m.selfAccused(now, d.Incarnation)
 		return
 	}
-	s, ok := m.members[d.Name]
-	if !ok || d.Incarnation < s.Incarnation {
+	s := m.lookup(d.Name)
+	if s == nil || d.Incarnation < s.inc() {
 		return
 	}
 	if !s.live() {
@@ -172,15 +163,15 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 		// member came back and went again while we were not looking), so
 		// that older news about it stays ignored, and passes it on. No
 		// event: we reported its departure already.
-		if d.Incarnation > s.Incarnation {
-			s.Incarnation = d.Incarnation
+		if d.Incarnation > s.inc() {
+			s.setInc(d.Incarnation)
 			if d.Left {
 				m.setState(now, s, StateLeft)
 			} else {
 				m.setState(now, s, StateDead)
 			}
 			m.version++
-			m.queueBroadcast(s.Name, d)
+			m.queueBroadcast(d.Name, d)
 		}
 		return
 	}
@@ -189,8 +180,9 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 
 // declareDead marks a member dead (or left) and gossips it.
 func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from string, left bool) {
-	m.cancelSuspicion(s.Name)
-	s.Incarnation = inc
+	name := m.nameOf(s)
+	m.cancelSuspicion(name)
+	s.setInc(inc)
 	state := StateDead
 	if left {
 		state = StateLeft
@@ -198,8 +190,8 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 	m.setState(now, s, state)
 	m.version++
 	m.event(EventLeave, s)
-	m.queueBroadcast(s.Name, &wire.Dead{Name: s.Name, Incarnation: inc, From: from, Left: left})
-	if from == m.self.Name {
+	m.queueBroadcast(name, &wire.Dead{Name: name, Incarnation: inc, From: from, Left: left})
+	if from == m.selfName {
 		m.urgent = true
 		m.nextGossip = now
 	}
@@ -211,17 +203,17 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 // refutation, a rumor that died out too early under loss. Re-announcing our
 // current alive, without raising the incarnation, lets it catch up.
 func (m *Machine) selfAccused(now time.Time, inc uint64) {
-	if m.self.State != StateAlive {
+	if m.self.state() != StateAlive {
 		return
 	}
-	if inc >= m.self.Incarnation {
+	if inc >= m.self.inc() {
 		// Lifeguard §IV-A: being accused is a sign that we may be the
 		// slow one.
 		m.adjustHealth(1)
 		m.refute(now, inc)
 		return
 	}
-	if b, queued := m.bq.byKey[m.self.Name]; !queued || b.transmits > 0 {
+	if b, queued := m.bq.byKey[m.selfName]; !queued || b.transmits > 0 {
 		m.stats.Reasserts++
 		m.broadcastSelfAlive()
 	}
@@ -232,94 +224,59 @@ func (m *Machine) selfAccused(now time.Time, inc uint64) {
 // everywhere it spreads (SWIM §4.2).
 func (m *Machine) refute(now time.Time, seen uint64) {
 	m.stats.Refutations++
-	m.self.Incarnation = seen + 1
+	m.self.setInc(seen + 1)
 	m.version++
 	m.broadcastSelfAlive()
 }
 
-func (m *Machine) broadcastSelfAlive() { m.queueBroadcast(m.self.Name, m.selfAlive()) }
+func (m *Machine) broadcastSelfAlive() { m.queueBroadcast(m.selfName, m.selfAlive()) }
 
 func (m *Machine) selfAlive() *wire.Alive {
 	return &wire.Alive{
-		Name:        m.self.Name,
-		Addr:        wire.EncodeAddr(m.self.Addr),
-		Incarnation: m.self.Incarnation,
-		Meta:        m.self.Meta,
+		Name:        m.selfName,
+		Addr:        wire.EncodeAddr(m.addrOf(m.self)),
+		Incarnation: m.self.inc(),
+		Meta:        m.metaOf(m.self),
 	}
 }
 
 // setState moves a member between the live set and the dead list.
 func (m *Machine) setState(now time.Time, s *memberState, state State) {
-	wasLive, wasDead := s.live(), !s.live()
-	s.State = state
-	s.stateChange = now
+	wasLive := s.live()
+	s.setState(state)
 	switch {
 	case s.live() && !wasLive:
 		m.removeDead(s)
-		m.setLive(s)
+		m.ringInsert(s)
 	case !s.live() && wasLive:
-		m.unsetLive(s)
-		m.dead = append(m.dead, s)
-	case !s.live() && wasDead:
-		// Dead to left: keep its place in the reaping order fair by
-		// moving it to the back, since stateChange moved.
+		m.ringRemove(s)
+		m.dead = append(m.dead, deadEntry{id: s.id, since: now})
+	case !s.live():
+		// Dead to left: keep the reaping order fair by moving it to the
+		// back, since its time of death moved.
 		m.removeDead(s)
-		m.dead = append(m.dead, s)
+		m.dead = append(m.dead, deadEntry{id: s.id, since: now})
 	}
-}
-
-func (m *Machine) setLive(s *memberState) {
-	if s.liveIdx >= 0 {
-		return
-	}
-	s.liveIdx = len(m.live)
-	m.live = append(m.live, s)
-	m.ringInsert(s)
-}
-
-func (m *Machine) unsetLive(s *memberState) {
-	i := s.liveIdx
-	if i < 0 {
-		return
-	}
-	last := len(m.live) - 1
-	m.live[i] = m.live[last]
-	m.live[i].liveIdx = i
-	m.live[last] = nil
-	m.live = m.live[:last]
-	s.liveIdx = -1
-	m.ringRemove(s)
 }
 
 func (m *Machine) removeDead(s *memberState) {
-	if i := slices.Index(m.dead, s); i >= 0 {
+	if i := slices.IndexFunc(m.dead, func(d deadEntry) bool { return d.id == s.id }); i >= 0 {
 		m.dead = slices.Delete(m.dead, i, i+1)
 	}
-}
-
-func (m *Machine) setAddr(s *memberState, addr netip.AddrPort) {
-	if m.byAddr[s.Addr] == s {
-		delete(m.byAddr, s.Addr)
-	}
-	s.Addr = addr
-	m.byAddr[addr] = s
 }
 
 // reap forgets members dead or left for GossipToDeadTime. A failed member is
 // still remembered, for ReconnectTimeout, as a reconnect target.
 func (m *Machine) reap(now time.Time) {
-	for len(m.dead) > 0 && !now.Before(m.dead[0].stateChange.Add(m.cfg.GossipToDeadTime)) {
-		s := m.dead[0]
-		m.dead[0] = nil
+	for len(m.dead) > 0 && !now.Before(m.dead[0].since.Add(m.cfg.GossipToDeadTime)) {
+		d := m.dead[0]
 		m.dead = m.dead[1:]
-		delete(m.members, s.Name)
-		if m.byAddr[s.Addr] == s {
-			delete(m.byAddr, s.Addr)
+		s := m.entry(d.id)
+		if s.state() == StateDead && m.cfg.ReconnectInterval > 0 {
+			m.reconnect = append(m.reconnect, reconnectEntry{name: m.nameOf(s), addr: m.addrOf(s), since: d.since})
 		}
+		m.removeEntry(s)
 		m.version++
-		if s.State == StateDead && m.cfg.ReconnectInterval > 0 {
-			m.reconnect = append(m.reconnect, reconnectEntry{name: s.Name, addr: s.Addr, since: s.stateChange})
-		}
 	}
 	for len(m.reconnect) > 0 && !now.Before(m.reconnect[0].since.Add(m.cfg.ReconnectTimeout)) {
 		m.reconnect = m.reconnect[1:]

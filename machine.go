@@ -67,20 +67,9 @@ func NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time)
 		return nil, err
 	}
 	m := &Machine{}
-	m.init(cfg, addr, rng, now)
+	m.init(cfg, NewRegistry(), addr, rng, now)
 	return m, nil
 }
-
-// memberState is one entry of the member table.
-type memberState struct {
-	Member
-	stateChange time.Time // when State last changed
-	lastHeard   time.Time // when any packet from it last arrived (Geode heartbeat)
-	liveIdx     int       // index in machineState.live, -1 when not live
-	ringKey     uint64    // position on the probe ring (probe.go)
-}
-
-func (s *memberState) live() bool { return s.State == StateAlive || s.State == StateSuspect }
 
 // reconnectEntry remembers a member declared dead after it left the table,
 // so that it can be contacted again when a partition heals.
@@ -101,25 +90,30 @@ const (
 
 // machineState is the Machine's private state; it is owned by one goroutine.
 type machineState struct {
-	cfg  *Config
-	rng  *rand.Rand
-	self *memberState
+	cfg      *Config
+	rng      *rand.Rand
+	self     *memberState
+	selfName string
 
-	members map[string]*memberState
-	byAddr  map[netip.AddrPort]*memberState
-	// live holds the alive and suspect members other than this one, for
-	// O(1) random choice; each entry knows its index.
-	live []*memberState
+	// the member table (table.go)
+	reg            *Registry
+	table          []*chunk // entries by name id
+	known          int      // entries in the table, this member's included
+	epoch          time.Time
+	nextHeardSweep time.Time
 	// dead holds members declared dead or left that are still in the table,
 	// in the order they died, until GossipToDeadTime passes.
-	dead      []*memberState
+	dead      []deadEntry
 	reconnect []reconnectEntry
 	version   uint64
 
 	// probing (probe.go)
-	ring       []*memberState // live members and self, by ringKey
-	probeRound int64          // the aligned round of the next probe
-	probeOrder []*memberState
+	// ring holds the live members by ring key, this one always included
+	// (even once it has left): the order of aligned probing, and the pool
+	// of random choices.
+	ring       []uint32
+	probeRound int64 // the aligned round of the next probe
+	probeOrder []uint32
 	probeNext  int
 	nextProbe  time.Time
 	probes     []*probeRound // in flight; aligned rounds can overlap
@@ -159,24 +153,26 @@ type machineState struct {
 	pickScratch []*memberState
 }
 
-func (m *Machine) init(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time) {
+// deadEntry is a member in the dead list and when it died.
+type deadEntry struct {
+	id    uint32
+	since time.Time
+}
+
+func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *rand.Rand, now time.Time) {
 	m.cfg = cfg
 	m.rng = rng
-	m.members = make(map[string]*memberState)
-	m.byAddr = make(map[netip.AddrPort]*memberState)
+	m.reg = reg
+	m.epoch = now
+	m.nextHeardSweep = now.Add(heardSweepEvery)
 	m.relays = make(map[uint32]*relay)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
 	m.streams = make(map[uint64]streamKind)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit)
-	m.self = &memberState{
-		Member:      Member{Name: cfg.Name, Addr: addr, Meta: cloneBytes(cfg.Meta), State: StateAlive},
-		stateChange: now,
-		liveIdx:     -1,
-	}
-	m.members[cfg.Name] = m.self
-	m.byAddr[addr] = m.self
+	m.selfName = cfg.Name
+	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, StateAlive, 0, now)
 	m.version = 1
 	m.ringInsert(m.self)
 	// Spread the periodic work of members started together over one
@@ -231,41 +227,41 @@ func (m *Machine) Stats() Stats {
 }
 
 // LocalMember returns this member.
-func (m *Machine) LocalMember() Member { return m.self.export() }
+func (m *Machine) LocalMember() Member { return m.export(m.self) }
 
 // NumMembers counts the live (alive or suspect) members, this one included
 // while it has not left.
 func (m *Machine) NumMembers() int {
 	if m.self.live() {
-		return len(m.live) + 1
+		return len(m.ring)
 	}
-	return len(m.live)
+	return len(m.ring) - 1
 }
+
+// numOthers counts the live members other than this one.
+func (m *Machine) numOthers() int { return len(m.ring) - 1 }
 
 // Member returns the named member as this one sees it.
 func (m *Machine) Member(name string) (Member, bool) {
-	s, ok := m.members[name]
-	if !ok {
+	s := m.lookup(name)
+	if s == nil {
 		return Member{}, false
 	}
-	return s.export(), true
+	return m.export(s), true
 }
 
 // Members returns every member in the table, this one included, dead and
 // left ones not yet forgotten included, sorted by name.
 func (m *Machine) Members() []Member {
-	out := make([]Member, 0, len(m.members))
-	for _, s := range m.members {
-		out = append(out, s.export())
+	out := make([]Member, 0, m.known)
+	for _, id := range m.ring {
+		out = append(out, m.export(m.entry(id)))
+	}
+	for _, d := range m.dead {
+		out = append(out, m.export(m.entry(d.id)))
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func (s *memberState) export() Member {
-	mem := s.Member
-	mem.Meta = cloneBytes(s.Meta)
-	return mem
 }
 
 // NextDeadline is when Tick must next be called; zero means no timer is
@@ -277,7 +273,7 @@ func (m *Machine) NextDeadline() time.Time {
 			d = t
 		}
 	}
-	if m.self.State == StateAlive {
+	if m.self.state() == StateAlive {
 		earliest(m.nextProbe)
 	}
 	for _, p := range m.probes {
@@ -306,14 +302,14 @@ func (m *Machine) NextDeadline() time.Time {
 	if m.bq.Len() > 0 && m.cfg.GossipInterval > 0 && m.gossipTargets() > 0 {
 		earliest(m.nextGossip)
 	}
-	if len(m.live) > 0 && m.self.State == StateAlive {
+	if m.numOthers() > 0 && m.self.state() == StateAlive {
 		earliest(m.nextPushPull)
 	}
-	if m.self.State == StateAlive && m.reconnectWanted() {
+	if m.self.state() == StateAlive && m.reconnectWanted() {
 		earliest(m.nextReconnect)
 	}
 	if len(m.dead) > 0 {
-		earliest(m.dead[0].stateChange.Add(m.cfg.GossipToDeadTime))
+		earliest(m.dead[0].since.Add(m.cfg.GossipToDeadTime))
 	}
 	if len(m.reconnect) > 0 {
 		earliest(m.reconnect[0].since.Add(m.cfg.ReconnectTimeout))
@@ -331,6 +327,7 @@ func (m *Machine) Tick(now time.Time) {
 	m.tickPushPull(now)
 	m.tickReconnect(now)
 	m.reap(now)
+	m.sweepHeard(now)
 }
 
 // HandlePacket processes one received UDP packet from the given address.
@@ -343,9 +340,9 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		m.stats.PacketsDropped++
 		return fmt.Errorf("swim: packet from %s: %w", from, err)
 	}
-	if s, ok := m.byAddr[from]; ok && s != m.self {
+	if s := m.byAddr(from); s != nil && s != m.self {
 		// Geode: any message from a member counts as a heartbeat.
-		s.lastHeard = now
+		m.markHeard(s, now)
 	}
 	// Deltas first, requests last: a ping that carries a suspicion of us
 	// (buddy ping, final check) must see the refutation it provokes queued
@@ -397,8 +394,8 @@ func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
 		// suspect carries the suspicion, so the member learns of it at
 		// once and refutes on its ack, instead of waiting for gossip. A
 		// final check always carries it (Geode).
-		if s, ok := m.members[ping.Target]; ok && s.State == StateSuspect && s.Addr == to {
-			if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: s.Name, Incarnation: s.Incarnation, From: m.self.Name}); err == nil {
+		if s := m.lookup(ping.Target); s != nil && s.state() == StateSuspect && m.addrOf(s) == to {
+			if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: ping.Target, Incarnation: s.inc(), From: m.selfName}); err == nil {
 				m.frames = append(m.frames, f)
 				budget -= len(f) + wire.FrameOverheadMax
 			}
@@ -447,7 +444,7 @@ func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
 
 // event records a membership event for the driver.
 func (m *Machine) event(kind EventKind, s *memberState) {
-	m.out.Events = append(m.out.Events, Event{Kind: kind, Member: s.export()})
+	m.out.Events = append(m.out.Events, Event{Kind: kind, Member: m.export(s)})
 }
 
 // Stats are cumulative counters of one member.

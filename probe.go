@@ -14,6 +14,7 @@ import (
 // a direct ping, then indirect pings through k members if it stays silent.
 type probeRound struct {
 	target    *memberState
+	name      string // the target's, to tell whether its entry is still the same member
 	seq       uint32
 	start     time.Time
 	timeoutAt time.Time // direct ping gives up; indirect probes start
@@ -58,7 +59,7 @@ func (m *Machine) tickProbe(now time.Time) {
 		}
 		i++
 	}
-	if m.self.State != StateAlive || now.Before(m.nextProbe) {
+	if m.self.state() != StateAlive || now.Before(m.nextProbe) {
 		return
 	}
 	target := m.nextProbeTarget(now)
@@ -69,7 +70,8 @@ func (m *Machine) tickProbe(now time.Time) {
 	// Lifeguard §IV-A: an unhealthy member waits longer for acks.
 	p := &probeRound{
 		target:      target,
-		incarnation: target.Incarnation,
+		name:        m.nameOf(target),
+		incarnation: target.inc(),
 		seq:         m.nextSeq(),
 		start:       now,
 		timeoutAt:   now.Add(m.scaled(m.cfg.ProbeTimeout)),
@@ -77,7 +79,7 @@ func (m *Machine) tickProbe(now time.Time) {
 	}
 	m.probes = append(m.probes, p)
 	m.stats.Probes++
-	m.send(target.Addr, &wire.Ping{Seq: p.seq, Target: target.Name, From: m.self.Name})
+	m.send(m.addrOf(target), &wire.Ping{Seq: p.seq, Target: p.name, From: m.selfName})
 }
 
 // scheduleNextProbe sets when the next probe starts. Lifeguard §IV-A: an
@@ -141,28 +143,30 @@ func ringKeyOf(name string) uint64 {
 	return h
 }
 
-func ringLess(a, b *memberState) int {
-	switch {
-	case a.ringKey < b.ringKey:
-		return -1
-	case a.ringKey > b.ringKey:
-		return 1
-	}
-	return strings.Compare(a.Name, b.Name)
+// ringFind returns where name id belongs on the ring (by ring key, then
+// name) and whether it is there.
+func (m *Machine) ringFind(id uint32) (int, bool) {
+	keys, names := m.reg.ringKeys, m.reg.names
+	key := keys[id]
+	return slices.BinarySearchFunc(m.ring, id, func(e, _ uint32) int {
+		switch {
+		case keys[e] < key:
+			return -1
+		case keys[e] > key:
+			return 1
+		}
+		return strings.Compare(names[e], names[id])
+	})
 }
 
 func (m *Machine) ringInsert(s *memberState) {
-	if s.ringKey == 0 {
-		s.ringKey = ringKeyOf(s.Name)
-	}
-	i, found := slices.BinarySearchFunc(m.ring, s, ringLess)
-	if !found {
-		m.ring = slices.Insert(m.ring, i, s)
+	if i, found := m.ringFind(s.id); !found {
+		m.ring = slices.Insert(m.ring, i, s.id)
 	}
 }
 
 func (m *Machine) ringRemove(s *memberState) {
-	if i, found := slices.BinarySearchFunc(m.ring, s, ringLess); found {
+	if i, found := m.ringFind(s.id); found {
 		m.ring = slices.Delete(m.ring, i, i+1)
 	}
 }
@@ -177,7 +181,7 @@ func (m *Machine) roundOf(now time.Time) int64 {
 func (m *Machine) roundTime(r int64, target *memberState) time.Time {
 	t := r * int64(m.cfg.ProbeInterval)
 	if target != nil {
-		t += int64(target.ringKey % uint64(m.cfg.ProbeInterval))
+		t += int64(m.reg.ringKeys[target.id] % uint64(m.cfg.ProbeInterval))
 	}
 	return time.Unix(0, t).UTC()
 }
@@ -188,12 +192,12 @@ func (m *Machine) alignedTarget(r int64) *memberState {
 	if n < 2 {
 		return nil
 	}
-	pos, found := slices.BinarySearchFunc(m.ring, m.self, ringLess)
+	pos, found := m.ringFind(m.self.id)
 	if !found {
 		return nil
 	}
 	off := 1 + int(uint64(r)%uint64(n-1))
-	return m.ring[(pos+off)%n]
+	return m.entry(m.ring[(pos+off)%n])
 }
 
 // shuffledTarget walks the probe list in its shuffled order and reshuffles
@@ -202,9 +206,9 @@ func (m *Machine) alignedTarget(r int64) *memberState {
 func (m *Machine) shuffledTarget() *memberState {
 	for attempts := 0; attempts < 2; attempts++ {
 		for m.probeNext < len(m.probeOrder) {
-			s := m.probeOrder[m.probeNext]
+			s := m.entry(m.probeOrder[m.probeNext])
 			m.probeNext++
-			if s.live() && m.members[s.Name] == s {
+			if s != nil && s.live() && s != m.self {
 				return s
 			}
 		}
@@ -218,7 +222,12 @@ func (m *Machine) shuffledTarget() *memberState {
 
 // rebuildProbeOrder drops members no longer probed and reshuffles the rest.
 func (m *Machine) rebuildProbeOrder() {
-	m.probeOrder = append(m.probeOrder[:0], m.live...)
+	m.probeOrder = m.probeOrder[:0]
+	for _, id := range m.ring {
+		if id != m.self.id {
+			m.probeOrder = append(m.probeOrder, id)
+		}
+	}
 	m.rng.Shuffle(len(m.probeOrder), func(i, j int) {
 		m.probeOrder[i], m.probeOrder[j] = m.probeOrder[j], m.probeOrder[i]
 	})
@@ -228,7 +237,10 @@ func (m *Machine) rebuildProbeOrder() {
 // addToProbeOrder places a new member at a random position among those not
 // yet probed in this pass (SWIM §4.3), so it is probed within one pass.
 func (m *Machine) addToProbeOrder(s *memberState) {
-	m.probeOrder = append(m.probeOrder, s)
+	if m.cfg.AlignedProbing {
+		return // aligned probing walks the ring instead
+	}
+	m.probeOrder = append(m.probeOrder, s.id)
 	last := len(m.probeOrder) - 1
 	pos := m.probeNext + m.rng.IntN(last-m.probeNext+1)
 	m.probeOrder[pos], m.probeOrder[last] = m.probeOrder[last], m.probeOrder[pos]
@@ -238,31 +250,31 @@ func (m *Machine) addToProbeOrder(s *memberState) {
 // and relay its ack (SWIM §3.1).
 func (m *Machine) startIndirect(now time.Time, p *probeRound) {
 	p.indirect = true
-	if m.members[p.target.Name] != p.target || !p.target.live() {
+	if m.lookup(p.name) != p.target || !p.target.live() {
 		return
 	}
 	req := &wire.PingReq{
 		Seq:        p.seq,
-		Target:     p.target.Name,
-		TargetAddr: wire.EncodeAddr(p.target.Addr),
-		From:       m.self.Name,
+		Target:     p.name,
+		TargetAddr: wire.EncodeAddr(m.addrOf(p.target)),
+		From:       m.selfName,
 	}
 	for _, peer := range m.randomLive(m.cfg.IndirectChecks, p.target) {
 		m.stats.PingReqsSent++
 		if m.cfg.Nacks {
 			p.nacksExpected++
 		}
-		m.send(peer.Addr, req)
+		m.send(m.addrOf(peer), req)
 	}
 	if m.cfg.TCPChecks && m.tcpCheckAllowed(p.target) {
 		// In parallel with the indirect probes, for networks that drop
 		// UDP to some members: a TCP connection that answers is alive.
-		p.tcpID = m.startStreamPing(p.target, &wire.Ping{Seq: p.seq, Target: p.target.Name, From: m.self.Name}, m.scaled(m.cfg.ProbeInterval-m.cfg.ProbeTimeout))
+		p.tcpID = m.startStreamPing(p.target, &wire.Ping{Seq: p.seq, Target: p.name, From: m.selfName}, m.scaled(m.cfg.ProbeInterval-m.cfg.ProbeTimeout))
 	}
 }
 
 func (m *Machine) tcpCheckAllowed(s *memberState) bool {
-	return m.cfg.TCPCheckFilter == nil || m.cfg.TCPCheckFilter(s.Name)
+	return m.cfg.TCPCheckFilter == nil || m.cfg.TCPCheckFilter(m.nameOf(s))
 }
 
 // probeSucceeded ends the current probe on an ack (direct, relayed or over
@@ -279,12 +291,16 @@ func (m *Machine) probeSucceeded(p *probeRound) {
 // not come, which say our own link is the problem (Lifeguard §IV-A).
 func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 	t := p.target
-	if m.cfg.AnyTrafficHeartbeat && !t.lastHeard.Before(p.start) {
+	if m.lookup(p.name) != t {
+		// Forgotten while we probed it.
+		return
+	}
+	if m.cfg.AnyTrafficHeartbeat && m.heardSince(t, p.start) {
 		m.stats.ProbesSavedByTraffic++
 		m.adjustHealth(-1)
 		return
 	}
-	if m.members[t.Name] != t || !t.live() || t.Incarnation != p.incarnation {
+	if !t.live() || t.inc() != p.incarnation {
 		// Declared dead, gone, or back at a new incarnation (it refuted,
 		// or restarted) while we probed it: our silence from it says
 		// nothing about us, nor anything about its present life.
@@ -307,20 +323,20 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 	} else {
 		m.adjustHealth(1)
 	}
-	m.suspect(now, t, t.Incarnation, m.self.Name, p.start)
+	m.suspect(now, t, t.inc(), m.selfName, p.start)
 }
 
 // randomLive picks up to n distinct random live members other than exclude.
 func (m *Machine) randomLive(n int, exclude *memberState) []*memberState {
-	if n <= 0 || len(m.live) == 0 {
+	if n <= 0 || m.numOthers() == 0 {
 		return nil
 	}
 	out := make([]*memberState, 0, n)
 	// Rejection sampling is cheap while n is small next to the member
 	// count; the attempt bound covers tiny clusters.
 	for attempts := 0; len(out) < n && attempts < 4*n+8; attempts++ {
-		s := m.live[m.rng.IntN(len(m.live))]
-		if s == exclude || s.State != StateAlive {
+		s := m.entry(m.ring[m.rng.IntN(len(m.ring))])
+		if s == exclude || s == m.self || s.state() != StateAlive {
 			continue
 		}
 		dup := false
@@ -339,7 +355,7 @@ func (m *Machine) randomLive(n int, exclude *memberState) []*memberState {
 
 // handlePing answers a ping addressed to this member with an ack.
 func (m *Machine) handlePing(now time.Time, from netip.AddrPort, p *wire.Ping) {
-	if p.Target != "" && p.Target != m.self.Name {
+	if p.Target != "" && p.Target != m.selfName {
 		// Another member used to live at this address; staying silent
 		// lets the prober find out that its target is gone.
 		m.stats.PacketsDropped++
@@ -377,7 +393,7 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, r *wire.Ping
 	}
 	m.relays[rl.seq] = rl
 	m.relayFIFO = append(m.relayFIFO, rl)
-	m.send(addr, &wire.Ping{Seq: rl.seq, Target: r.Target, From: m.self.Name})
+	m.send(addr, &wire.Ping{Seq: rl.seq, Target: r.Target, From: m.selfName})
 }
 
 // handleAck completes our probe or relays an ack to a ping-req requester.
@@ -449,21 +465,21 @@ func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping, timeout 
 		panic(fmt.Sprintf("swim: encode ping: %v", err))
 	}
 	frames = append(frames, f)
-	if target.State == StateSuspect {
-		if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: target.Name, Incarnation: target.Incarnation, From: m.self.Name}); err == nil {
+	if target.state() == StateSuspect {
+		if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: ping.Target, Incarnation: target.inc(), From: m.selfName}); err == nil {
 			frames = append(frames, f)
 		}
 	}
 	m.stats.TCPPings++
-	return m.startStream(target.Addr, streamPing, wire.AppendCompound(nil, frames), timeout)
+	return m.startStream(m.addrOf(target), streamPing, wire.AppendCompound(nil, frames), timeout)
 }
 
 // handleStreamPing answers a ping received over TCP with an ack and this
 // member's alive. The messages riding with the ping (a suspicion of us) are
 // applied first, so a refutation is in the reply.
 func (m *Machine) handleStreamPing(now time.Time, from netip.AddrPort, p *wire.Ping, rest []wire.Message) ([]byte, error) {
-	if p.Target != m.self.Name {
-		return nil, fmt.Errorf("swim: TCP ping from %s for %q, this is %q", from, p.Target, m.self.Name)
+	if p.Target != m.selfName {
+		return nil, fmt.Errorf("swim: TCP ping from %s for %q, this is %q", from, p.Target, m.selfName)
 	}
 	for _, msg := range rest {
 		switch msg := msg.(type) {

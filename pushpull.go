@@ -26,7 +26,7 @@ var (
 func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
 	ids := make([]uint64, 0, len(seeds))
 	for _, addr := range seeds {
-		if addr == m.self.Addr {
+		if addr == m.addrOf(m.self) {
 			continue
 		}
 		ids = append(ids, m.startPushPull(addr, streamJoin))
@@ -41,16 +41,15 @@ func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
 // Leave announces a graceful leave: this member gossips itself as left at a
 // higher incarnation and stops probing. LeaveDone reports when it was sent.
 func (m *Machine) Leave(now time.Time) error {
-	if m.self.State != StateAlive {
+	if m.self.state() != StateAlive {
 		return ErrLeft
 	}
-	m.self.Incarnation++
-	m.self.State = StateLeft
-	m.self.stateChange = now
+	m.self.setInc(m.self.inc() + 1)
+	m.self.setState(StateLeft)
 	m.version++
 	m.probes = nil
-	m.leaveBroadcast = m.queueBroadcast(m.self.Name, &wire.Dead{
-		Name: m.self.Name, Incarnation: m.self.Incarnation, From: m.self.Name, Left: true,
+	m.leaveBroadcast = m.queueBroadcast(m.selfName, &wire.Dead{
+		Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true,
 	})
 	// Send it now rather than at the next gossip slot.
 	m.nextGossip = now
@@ -63,20 +62,20 @@ func (m *Machine) LeaveDone() bool {
 	if m.leaveBroadcast == nil {
 		return false
 	}
-	return m.leaveBroadcast.removed || len(m.live) == 0
+	return m.leaveBroadcast.removed || m.numOthers() == 0
 }
 
 // UpdateMeta changes this member's metadata and gossips it at a new
 // incarnation.
 func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
-	if m.self.State != StateAlive {
+	if m.self.state() != StateAlive {
 		return ErrLeft
 	}
 	if len(meta) > m.cfg.MaxMetaSize {
 		return fmt.Errorf("%w: %d bytes, over MaxMetaSize %d", ErrMetaTooLarge, len(meta), m.cfg.MaxMetaSize)
 	}
-	m.self.Meta = cloneBytes(meta)
-	m.self.Incarnation++
+	m.setIdentity(m.self, m.addrOf(m.self), meta)
+	m.self.setInc(m.self.inc() + 1)
 	m.version++
 	m.broadcastSelfAlive()
 	return nil
@@ -99,19 +98,21 @@ func (m *Machine) startStream(to netip.AddrPort, kind streamKind, data []byte, t
 
 // encodeState encodes this member's whole view for a push-pull.
 func (m *Machine) encodeState(join bool) []byte {
-	pp := &wire.PushPull{From: m.self.Name, Join: join, Members: make([]wire.MemberState, 0, len(m.members))}
+	pp := &wire.PushPull{From: m.selfName, Join: join, Members: make([]wire.MemberState, 0, m.known)}
 	add := func(s *memberState) {
 		pp.Members = append(pp.Members, wire.MemberState{
-			Name: s.Name, Addr: wire.EncodeAddr(s.Addr), Incarnation: s.Incarnation, State: uint8(s.State), Meta: s.Meta,
+			Name: m.nameOf(s), Addr: wire.EncodeAddr(m.addrOf(s)), Incarnation: s.inc(), State: uint8(s.state()), Meta: m.metaOf(s),
 		})
 	}
-	// Deterministic order: self, the live set, then the dead list.
+	// Deterministic order: self, the ring, then the dead list.
 	add(m.self)
-	for _, s := range m.live {
-		add(s)
+	for _, id := range m.ring {
+		if id != m.self.id {
+			add(m.entry(id))
+		}
 	}
-	for _, s := range m.dead {
-		add(s)
+	for _, d := range m.dead {
+		add(m.entry(d.id))
 	}
 	data, err := wire.AppendPacket(nil, pp)
 	if err != nil {
@@ -204,6 +205,12 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 func (m *Machine) mergeState(now time.Time, pp *wire.PushPull, src mergeSource) {
 	for i := range pp.Members {
 		ms := &pp.Members[i]
+		if s := m.lookup(ms.Name); s != nil && s != m.self && (s.inc() > ms.Incarnation ||
+			s.inc() == ms.Incarnation && (State(ms.State) == StateAlive || !s.live())) {
+			// Nothing the handlers below would act on: the common case
+			// of a periodic exchange, skipped before building a delta.
+			continue
+		}
 		switch State(ms.State) {
 		case StateAlive:
 			m.handleAlive(now, &wire.Alive{Name: ms.Name, Addr: ms.Addr, Incarnation: ms.Incarnation, Meta: ms.Meta}, src)
@@ -240,11 +247,11 @@ func (m *Machine) tickPushPull(now time.Time) {
 			m.nextPushPull = now.Add(4*m.cfg.ProbeInterval + m.jitter(4*m.cfg.ProbeInterval))
 		}
 	}
-	if m.self.State != StateAlive {
+	if m.self.state() != StateAlive {
 		return
 	}
 	if peers := m.randomLive(1, nil); len(peers) == 1 {
-		m.startPushPull(peers[0].Addr, streamPushPull)
+		m.startPushPull(m.addrOf(peers[0]), streamPushPull)
 	}
 }
 
@@ -254,12 +261,12 @@ func (m *Machine) reconnectWanted() bool {
 	if m.cfg.ReconnectInterval <= 0 {
 		return false
 	}
-	return len(m.reconnect) > 0 || m.hasDeadToRetry() || (len(m.live) == 0 && len(m.seeds) > 0)
+	return len(m.reconnect) > 0 || m.hasDeadToRetry() || (m.numOthers() == 0 && len(m.seeds) > 0)
 }
 
 func (m *Machine) hasDeadToRetry() bool {
-	for _, s := range m.dead {
-		if s.State == StateDead {
+	for _, d := range m.dead {
+		if m.entry(d.id).state() == StateDead {
 			return true
 		}
 	}
@@ -274,12 +281,12 @@ func (m *Machine) tickReconnect(now time.Time) {
 		return
 	}
 	m.nextReconnect = now.Add(m.cfg.ReconnectInterval/2 + m.jitter(m.cfg.ReconnectInterval))
-	if m.self.State != StateAlive {
+	if m.self.state() != StateAlive {
 		return
 	}
-	if len(m.live) == 0 && len(m.seeds) > 0 {
+	if m.numOthers() == 0 && len(m.seeds) > 0 {
 		for _, addr := range m.seeds {
-			if addr != m.self.Addr {
+			if addr != m.addrOf(m.self) {
 				m.stats.Reconnects++
 				m.startPushPull(addr, streamReconnect)
 			}
@@ -287,9 +294,9 @@ func (m *Machine) tickReconnect(now time.Time) {
 		return
 	}
 	var candidates []netip.AddrPort
-	for _, s := range m.dead {
-		if s.State == StateDead {
-			candidates = append(candidates, s.Addr)
+	for _, d := range m.dead {
+		if s := m.entry(d.id); s.state() == StateDead {
+			candidates = append(candidates, m.addrOf(s))
 		}
 	}
 	for _, e := range m.reconnect {

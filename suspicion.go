@@ -198,25 +198,25 @@ func (m *Machine) expireSuspicions(now time.Time) {
 	for len(m.suspHeap) > 0 && !now.Before(m.suspHeap[0].deadline) {
 		s := heap.Pop(&m.suspHeap).(*suspicion)
 		delete(m.suspicions, s.name)
-		mem, ok := m.members[s.name]
-		if !ok || mem.State != StateSuspect || mem.Incarnation != s.incarnation {
+		mem := m.lookup(s.name)
+		if mem == nil || mem.state() != StateSuspect || mem.inc() != s.incarnation {
 			continue
 		}
-		if m.cfg.AnyTrafficHeartbeat && mem.lastHeard.After(s.start) {
+		if m.cfg.AnyTrafficHeartbeat && m.heardSince(mem, s.start.Add(time.Millisecond)) {
 			// Geode: the suspect has been heard from since it was
 			// accused, so it is not dead; start over from that moment,
 			// and tell it of the suspicion so it refutes.
 			m.stats.SuspicionsSavedByTraffic++
-			m.startSuspicion(now, s.name, s.incarnation, m.self.Name, mem.lastHeard)
-			m.send(mem.Addr, &wire.Ping{Seq: m.nextSeq(), Target: mem.Name, From: m.self.Name})
+			m.startSuspicion(now, s.name, s.incarnation, m.selfName, m.lastHeard(mem, now))
+			m.send(m.addrOf(mem), &wire.Ping{Seq: m.nextSeq(), Target: s.name, From: m.selfName})
 			continue
 		}
 		if m.cfg.FinalCheck {
-			m.startFinalCheck(now, mem, s.accusedBy(m.self.Name))
+			m.startFinalCheck(now, mem, s.accusedBy(m.selfName))
 			continue
 		}
 		m.stats.DeathsDeclared++
-		m.declareDead(now, mem, s.incarnation, m.self.Name, false)
+		m.declareDead(now, mem, s.incarnation, m.selfName, false)
 	}
 }
 
@@ -245,15 +245,15 @@ func (s *suspicion) accusedBy(name string) bool {
 func (m *Machine) startFinalCheck(now time.Time, mem *memberState, accuser bool) {
 	fc := &finalCheck{
 		seq:         m.nextSeq(),
-		name:        mem.Name,
-		incarnation: mem.Incarnation,
+		name:        m.nameOf(mem),
+		incarnation: mem.inc(),
 		expires:     now.Add(m.cfg.ProbeTimeout),
 	}
 	m.finalChecks[fc.seq] = fc
 	m.finalFIFO = append(m.finalFIFO, fc)
 	m.stats.FinalChecks++
-	ping := &wire.Ping{Seq: fc.seq, Target: mem.Name, From: m.self.Name}
-	m.send(mem.Addr, ping)
+	ping := &wire.Ping{Seq: fc.seq, Target: fc.name, From: m.selfName}
+	m.send(m.addrOf(mem), ping)
 	if m.cfg.TCPChecks && accuser && m.tcpCheckAllowed(mem) {
 		// The same check over TCP, for networks that drop UDP or lose
 		// the one packet that matters.
@@ -271,9 +271,9 @@ func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
 	fc.done = true
 	delete(m.finalChecks, fc.seq)
 	m.stats.FinalChecksSaved++
-	mem, ok := m.members[fc.name]
-	if ok && mem.State == StateSuspect && mem.Incarnation == fc.incarnation {
-		m.startSuspicion(now, fc.name, fc.incarnation, m.self.Name, now)
+	mem := m.lookup(fc.name)
+	if mem != nil && mem.state() == StateSuspect && mem.inc() == fc.incarnation {
+		m.startSuspicion(now, fc.name, fc.incarnation, m.selfName, now)
 	}
 }
 
@@ -290,12 +290,12 @@ func (m *Machine) expireFinalChecks(now time.Time) {
 			continue
 		}
 		delete(m.finalChecks, fc.seq)
-		mem, ok := m.members[fc.name]
-		if !ok || mem.State != StateSuspect || mem.Incarnation != fc.incarnation {
+		mem := m.lookup(fc.name)
+		if mem == nil || mem.state() != StateSuspect || mem.inc() != fc.incarnation {
 			continue
 		}
 		m.stats.DeathsDeclared++
-		m.declareDead(now, mem, fc.incarnation, m.self.Name, false)
+		m.declareDead(now, mem, fc.incarnation, m.selfName, false)
 	}
 	if i > 0 {
 		clear(m.finalFIFO[:i])

@@ -68,11 +68,17 @@ type NodeFactory func(name string, addr netip.AddrPort, rng *rand.Rand, now time
 // MachineFactory returns a NodeFactory that creates a *swim.Machine from the
 // Config that config returns for each name. The Config's Name is set to the
 // node's name; config may return a shared Config, which is copied first.
+//
+// The Machines a factory makes share one swim.Registry, so each member's
+// name, address and metadata are stored once, not once per Machine: that is
+// what lets 10,000 members fit in one process. A Registry is not safe for
+// concurrent use, so give each Cluster its own factory.
 func MachineFactory(config func(name string) *swim.Config) NodeFactory {
+	reg := swim.NewRegistry()
 	return func(name string, addr netip.AddrPort, rng *rand.Rand, now time.Time) (Node, error) {
 		cfg := *config(name)
 		cfg.Name = name
-		return swim.NewMachine(&cfg, addr, rng, now)
+		return reg.NewMachine(&cfg, addr, rng, now)
 	}
 }
 

@@ -1,0 +1,350 @@
+package swim
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+)
+
+// The member table. Every member keeps an entry for every other member, so a
+// cluster of N members holds N² entries: at 10,000 members in one simulator
+// process that is 10⁸ entries, and the bytes per entry decide whether it fits
+// in memory at all. So the table is split in two:
+//
+//   - A Registry interns what members agree on: names, and the (address,
+//     metadata) pairs a name has been seen with (its versions). Each is
+//     stored once per process however many Machines hold it, under a small
+//     integer id.
+//   - Each Machine keeps a dense array of 20-byte entries indexed by name id
+//     (memberState): the version it believes, the state, the incarnation,
+//     and when it last heard from the member. The entries hold no pointers,
+//     so the garbage collector never scans them.
+//
+// A Machine made by NewMachine has a Registry of its own; a simulator gives
+// many Machines one Registry with Registry.NewMachine.
+
+// Registry interns member identities for the Machines that share it. It is
+// not safe for concurrent use: Machines sharing a Registry must be driven
+// from one goroutine, as a simulator does. Names and versions no Machine
+// holds any more are freed and their ids reused, so a long-running member
+// with a private Registry does not grow with churn.
+type Registry struct {
+	byName map[string]uint32
+	// byAddr maps an address to the name last seen at it, to recognize
+	// the sender of any packet (Geode's heartbeat). Machines check the
+	// answer against their own view.
+	byAddr map[netip.AddrPort]uint32
+
+	// per name id
+	names    []string
+	ringKeys []uint64
+	nameRefs []uint32 // Machines with an entry for the name
+	verHead  []uint32 // first version of the name, 0 if none
+	freeIDs  []uint32
+
+	// per version (1-based; 0 means none)
+	verAddr  []netip.AddrPort
+	verMeta  [][]byte
+	verName  []uint32
+	verNext  []uint32 // next version of the same name
+	verRefs  []uint32 // entries pointing at the version
+	freeVers []uint32
+}
+
+// maxVersions bounds the versions alive at once: an entry packs its version
+// into 24 bits.
+const maxVersions = 1<<24 - 1
+
+// NewRegistry returns an empty Registry.
+func NewRegistry() *Registry {
+	return &Registry{
+		byName:  make(map[string]uint32),
+		byAddr:  make(map[netip.AddrPort]uint32),
+		verAddr: make([]netip.AddrPort, 1),
+		verMeta: make([][]byte, 1),
+		verName: make([]uint32, 1),
+		verNext: make([]uint32, 1),
+		verRefs: make([]uint32, 1),
+	}
+}
+
+// NewMachine is like the package's NewMachine, with the Machine's member
+// identities kept in r.
+func (r *Registry) NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Machine{}
+	m.init(cfg, r, addr, rng, now)
+	return m, nil
+}
+
+// Names counts the member names interned (for memory accounting).
+func (r *Registry) Names() int { return len(r.byName) }
+
+func (r *Registry) lookup(name string) (uint32, bool) {
+	id, ok := r.byName[name]
+	return id, ok
+}
+
+// acquireName returns the id of name, interning it, and counts one more
+// holder.
+func (r *Registry) acquireName(name string) uint32 {
+	id, ok := r.byName[name]
+	if !ok {
+		if n := len(r.freeIDs); n > 0 {
+			id = r.freeIDs[n-1]
+			r.freeIDs = r.freeIDs[:n-1]
+			r.names[id] = name
+			r.ringKeys[id] = ringKeyOf(name)
+		} else {
+			id = uint32(len(r.names))
+			r.names = append(r.names, name)
+			r.ringKeys = append(r.ringKeys, ringKeyOf(name))
+			r.nameRefs = append(r.nameRefs, 0)
+			r.verHead = append(r.verHead, 0)
+		}
+		r.byName[name] = id
+	}
+	r.nameRefs[id]++
+	return id
+}
+
+func (r *Registry) releaseName(id uint32) {
+	r.nameRefs[id]--
+	if r.nameRefs[id] > 0 {
+		return
+	}
+	delete(r.byName, r.names[id])
+	r.names[id] = ""
+	r.freeIDs = append(r.freeIDs, id)
+}
+
+// acquireVersion returns the version of name id at (addr, meta), creating it
+// if no holder has it yet, and counts one more holder.
+func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte) uint32 {
+	for v := r.verHead[id]; v != 0; v = r.verNext[v] {
+		if r.verAddr[v] == addr && bytes.Equal(r.verMeta[v], meta) {
+			r.verRefs[v]++
+			return v
+		}
+	}
+	var v uint32
+	if n := len(r.freeVers); n > 0 {
+		v = r.freeVers[n-1]
+		r.freeVers = r.freeVers[:n-1]
+	} else {
+		if len(r.verAddr) > maxVersions {
+			panic(fmt.Sprintf("swim: over %d member versions in one registry", maxVersions))
+		}
+		v = uint32(len(r.verAddr))
+		r.verAddr = append(r.verAddr, netip.AddrPort{})
+		r.verMeta = append(r.verMeta, nil)
+		r.verName = append(r.verName, 0)
+		r.verNext = append(r.verNext, 0)
+		r.verRefs = append(r.verRefs, 0)
+	}
+	r.verAddr[v], r.verMeta[v], r.verName[v], r.verRefs[v] = addr, cloneBytes(meta), id, 1
+	r.verNext[v], r.verHead[id] = r.verHead[id], v
+	r.byAddr[addr] = id
+	return v
+}
+
+func (r *Registry) releaseVersion(v uint32) {
+	r.verRefs[v]--
+	if r.verRefs[v] > 0 {
+		return
+	}
+	id, addr := r.verName[v], r.verAddr[v]
+	// Unlink it from its name's list.
+	if r.verHead[id] == v {
+		r.verHead[id] = r.verNext[v]
+	} else {
+		for p := r.verHead[id]; p != 0; p = r.verNext[p] {
+			if r.verNext[p] == v {
+				r.verNext[p] = r.verNext[v]
+				break
+			}
+		}
+	}
+	if r.byAddr[addr] == id && !r.hasAddr(id, addr) {
+		delete(r.byAddr, addr)
+	}
+	r.verAddr[v], r.verMeta[v], r.verNext[v] = netip.AddrPort{}, nil, 0
+	r.freeVers = append(r.freeVers, v)
+}
+
+func (r *Registry) hasAddr(id uint32, addr netip.AddrPort) bool {
+	for v := r.verHead[id]; v != 0; v = r.verNext[v] {
+		if r.verAddr[v] == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// memberState is one entry of a Machine's member table: 20 bytes, no
+// pointers. The zero value means "no entry".
+type memberState struct {
+	id           uint32 // name id in the Registry
+	vs           uint32 // version<<8 | State; 0 when the entry is empty
+	incLo, incHi uint32 // Incarnation, split to keep the entry 4-aligned
+	// heard is when any packet from the member last arrived (Geode's
+	// heartbeat), in milliseconds since the Machine's epoch, modulo 2³².
+	// Compared by serial arithmetic; sweepHeard keeps every value within
+	// an hour or so of now, far from the 24 days where that breaks.
+	heard uint32
+}
+
+func (s *memberState) state() State    { return State(s.vs & 0xff) }
+func (s *memberState) version() uint32 { return s.vs >> 8 }
+func (s *memberState) live() bool {
+	st := s.state()
+	return st == StateAlive || st == StateSuspect
+}
+func (s *memberState) setState(st State) { s.vs = s.vs&^0xff | uint32(st) }
+func (s *memberState) inc() uint64       { return uint64(s.incHi)<<32 | uint64(s.incLo) }
+func (s *memberState) setInc(v uint64)   { s.incLo, s.incHi = uint32(v), uint32(v>>32) }
+
+// The table is stored in fixed chunks, so entries never move and a
+// *memberState stays valid while the Machine lives.
+const (
+	chunkBits = 8
+	chunkSize = 1 << chunkBits
+)
+
+type chunk [chunkSize]memberState
+
+// entry returns the entry for name id, nil if there is none.
+func (m *Machine) entry(id uint32) *memberState {
+	c := int(id >> chunkBits)
+	if c >= len(m.table) || m.table[c] == nil {
+		return nil
+	}
+	s := &m.table[c][id&(chunkSize-1)]
+	if s.vs == 0 {
+		return nil
+	}
+	return s
+}
+
+// lookup returns the entry for name, nil if there is none.
+func (m *Machine) lookup(name string) *memberState {
+	id, ok := m.reg.lookup(name)
+	if !ok {
+		return nil
+	}
+	return m.entry(id)
+}
+
+// addEntry creates the entry of a member this Machine did not know.
+func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, st State, inc uint64, now time.Time) *memberState {
+	id := m.reg.acquireName(name)
+	c := int(id >> chunkBits)
+	for c >= len(m.table) {
+		m.table = append(m.table, nil)
+	}
+	if m.table[c] == nil {
+		m.table[c] = new(chunk)
+	}
+	s := &m.table[c][id&(chunkSize-1)]
+	*s = memberState{id: id, vs: m.reg.acquireVersion(id, addr, meta)<<8 | uint32(st)}
+	s.setInc(inc)
+	// Never heard from: as long ago as the sweep allows.
+	s.heard = m.ms(now) - uint32(heardFloor/time.Millisecond)
+	m.known++
+	return s
+}
+
+// removeEntry forgets a member.
+func (m *Machine) removeEntry(s *memberState) {
+	m.reg.releaseVersion(s.version())
+	m.reg.releaseName(s.id)
+	*s = memberState{}
+	m.known--
+}
+
+// setIdentity moves the entry to the version at (addr, meta).
+func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte) {
+	old := s.version()
+	if m.reg.verAddr[old] == addr && bytes.Equal(m.reg.verMeta[old], meta) {
+		return
+	}
+	v := m.reg.acquireVersion(s.id, addr, meta)
+	m.reg.releaseVersion(old)
+	s.vs = v<<8 | s.vs&0xff
+}
+
+func (m *Machine) nameOf(s *memberState) string         { return m.reg.names[s.id] }
+func (m *Machine) addrOf(s *memberState) netip.AddrPort { return m.reg.verAddr[s.version()] }
+func (m *Machine) metaOf(s *memberState) []byte         { return m.reg.verMeta[s.version()] }
+
+// byAddr returns the entry of the member at addr, nil if none.
+func (m *Machine) byAddr(addr netip.AddrPort) *memberState {
+	id, ok := m.reg.byAddr[addr]
+	if !ok {
+		return nil
+	}
+	s := m.entry(id)
+	if s == nil || m.addrOf(s) != addr {
+		return nil
+	}
+	return s
+}
+
+// export copies an entry out as a Member.
+func (m *Machine) export(s *memberState) Member {
+	return Member{
+		Name:        m.nameOf(s),
+		Addr:        m.addrOf(s),
+		Meta:        cloneBytes(m.metaOf(s)),
+		State:       s.state(),
+		Incarnation: s.inc(),
+	}
+}
+
+// Heard times. heardFloor is the oldest a heard time is kept: far longer
+// than any probe or suspicion lasts, far shorter than the 24 days after
+// which serial arithmetic on 32-bit milliseconds wraps.
+const (
+	heardFloor      = time.Hour
+	heardSweepEvery = 10 * time.Minute
+)
+
+// ms is now in milliseconds since the Machine's epoch, modulo 2³².
+func (m *Machine) ms(now time.Time) uint32 { return uint32(now.Sub(m.epoch) / time.Millisecond) }
+
+func (m *Machine) markHeard(s *memberState, now time.Time) { s.heard = m.ms(now) }
+
+// heardSince reports whether the member was heard from at or after t.
+func (m *Machine) heardSince(s *memberState, t time.Time) bool {
+	return int32(s.heard-m.ms(t)) >= 0
+}
+
+// lastHeard is when the member was last heard from, as seen at now.
+func (m *Machine) lastHeard(s *memberState, now time.Time) time.Time {
+	age := time.Duration(int32(m.ms(now)-s.heard)) * time.Millisecond
+	return now.Add(-age)
+}
+
+// sweepHeard clamps heard times older than heardFloor, so that none drifts
+// toward the wrap; it runs every heardSweepEvery.
+func (m *Machine) sweepHeard(now time.Time) {
+	if now.Before(m.nextHeardSweep) {
+		return
+	}
+	m.nextHeardSweep = now.Add(heardSweepEvery)
+	floor := m.ms(now) - uint32(heardFloor/time.Millisecond)
+	for _, c := range m.table {
+		if c == nil {
+			continue
+		}
+		for i := range c {
+			if s := &c[i]; s.vs != 0 && int32(s.heard-floor) < 0 {
+				s.heard = floor
+			}
+		}
+	}
+}
