@@ -214,16 +214,16 @@ func (m *Machine) gossip(fanout int) {
 		return
 	}
 	// Draw from the ring (which holds this member too) and the dead list.
-	n := len(m.ring) + len(m.dead)
+	n := m.ring.len() + len(m.dead)
 	picked := m.pickScratch[:0]
 	for attempts := 0; len(picked) < fanout && attempts < 4*fanout+8; attempts++ {
 		i := m.rng.IntN(n)
 		var s *memberState
-		if i < len(m.ring) {
-			if s = m.entry(m.ring[i]); s == m.self {
+		if i < m.ring.len() {
+			if s = m.entry(m.ring.at(i)); s == m.self {
 				continue
 			}
-		} else if s = m.entry(m.dead[i-len(m.ring)].id); s.state() != StateDead {
+		} else if s = m.entry(m.dead[i-m.ring.len()].id); s.state() != StateDead {
 			continue
 		}
 		if slices.Contains(picked, s) {

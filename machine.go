@@ -111,7 +111,7 @@ type machineState struct {
 	// ring holds the live members by ring key, this one always included
 	// (even once it has left): the order of aligned probing, and the pool
 	// of random choices.
-	ring       []uint32
+	ring       ringList
 	probeRound int64 // the aligned round of the next probe
 	probeOrder []uint32
 	probeNext  int
@@ -233,13 +233,13 @@ func (m *Machine) LocalMember() Member { return m.export(m.self) }
 // while it has not left.
 func (m *Machine) NumMembers() int {
 	if m.self.live() {
-		return len(m.ring)
+		return m.ring.len()
 	}
-	return len(m.ring) - 1
+	return m.ring.len() - 1
 }
 
 // numOthers counts the live members other than this one.
-func (m *Machine) numOthers() int { return len(m.ring) - 1 }
+func (m *Machine) numOthers() int { return m.ring.len() - 1 }
 
 // Member returns the named member as this one sees it.
 func (m *Machine) Member(name string) (Member, bool) {
@@ -254,9 +254,7 @@ func (m *Machine) Member(name string) (Member, bool) {
 // left ones not yet forgotten included, sorted by name.
 func (m *Machine) Members() []Member {
 	out := make([]Member, 0, m.known)
-	for _, id := range m.ring {
-		out = append(out, m.export(m.entry(id)))
-	}
+	m.ring.each(func(id uint32) { out = append(out, m.export(m.entry(id))) })
 	for _, d := range m.dead {
 		out = append(out, m.export(m.entry(d.id)))
 	}

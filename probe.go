@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/swim-go/swim/internal/wire"
@@ -143,33 +142,11 @@ func ringKeyOf(name string) uint64 {
 	return h
 }
 
-// ringFind returns where name id belongs on the ring (by ring key, then
-// name) and whether it is there.
-func (m *Machine) ringFind(id uint32) (int, bool) {
-	keys, names := m.reg.ringKeys, m.reg.names
-	key := keys[id]
-	return slices.BinarySearchFunc(m.ring, id, func(e, _ uint32) int {
-		switch {
-		case keys[e] < key:
-			return -1
-		case keys[e] > key:
-			return 1
-		}
-		return strings.Compare(names[e], names[id])
-	})
-}
+func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys, names: m.reg.names} }
 
-func (m *Machine) ringInsert(s *memberState) {
-	if i, found := m.ringFind(s.id); !found {
-		m.ring = slices.Insert(m.ring, i, s.id)
-	}
-}
+func (m *Machine) ringInsert(s *memberState) { m.ring.insert(m.ringOrder(), s.id) }
 
-func (m *Machine) ringRemove(s *memberState) {
-	if i, found := m.ringFind(s.id); found {
-		m.ring = slices.Delete(m.ring, i, i+1)
-	}
-}
+func (m *Machine) ringRemove(s *memberState) { m.ring.remove(m.ringOrder(), s.id) }
 
 // roundOf numbers the probe rounds from the clock.
 func (m *Machine) roundOf(now time.Time) int64 {
@@ -188,16 +165,16 @@ func (m *Machine) roundTime(r int64, target *memberState) time.Time {
 
 // alignedTarget is the member this one probes in round r.
 func (m *Machine) alignedTarget(r int64) *memberState {
-	n := len(m.ring)
+	n := m.ring.len()
 	if n < 2 {
 		return nil
 	}
-	pos, found := m.ringFind(m.self.id)
-	if !found {
+	pos := m.ring.index(m.ringOrder(), m.self.id)
+	if pos < 0 {
 		return nil
 	}
 	off := 1 + int(uint64(r)%uint64(n-1))
-	return m.entry(m.ring[(pos+off)%n])
+	return m.entry(m.ring.at((pos + off) % n))
 }
 
 // shuffledTarget walks the probe list in its shuffled order and reshuffles
@@ -223,11 +200,11 @@ func (m *Machine) shuffledTarget() *memberState {
 // rebuildProbeOrder drops members no longer probed and reshuffles the rest.
 func (m *Machine) rebuildProbeOrder() {
 	m.probeOrder = m.probeOrder[:0]
-	for _, id := range m.ring {
+	m.ring.each(func(id uint32) {
 		if id != m.self.id {
 			m.probeOrder = append(m.probeOrder, id)
 		}
-	}
+	})
 	m.rng.Shuffle(len(m.probeOrder), func(i, j int) {
 		m.probeOrder[i], m.probeOrder[j] = m.probeOrder[j], m.probeOrder[i]
 	})
@@ -335,7 +312,7 @@ func (m *Machine) randomLive(n int, exclude *memberState) []*memberState {
 	// Rejection sampling is cheap while n is small next to the member
 	// count; the attempt bound covers tiny clusters.
 	for attempts := 0; len(out) < n && attempts < 4*n+8; attempts++ {
-		s := m.entry(m.ring[m.rng.IntN(len(m.ring))])
+		s := m.entry(m.ring.at(m.rng.IntN(m.ring.len())))
 		if s == exclude || s == m.self || s.state() != StateAlive {
 			continue
 		}

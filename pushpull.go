@@ -106,11 +106,11 @@ func (m *Machine) encodeState(join bool) []byte {
 	}
 	// Deterministic order: self, the ring, then the dead list.
 	add(m.self)
-	for _, id := range m.ring {
+	m.ring.each(func(id uint32) {
 		if id != m.self.id {
 			add(m.entry(id))
 		}
-	}
+	})
 	for _, d := range m.dead {
 		add(m.entry(d.id))
 	}

@@ -1,0 +1,31 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim"
+)
+
+// Converge starts a running cluster: everyone sees everyone at once, no
+// death or suspicion follows, and a crash afterwards is detected as in a
+// cluster that joined the slow way.
+func TestConvergeStartsARunningCluster(t *testing.T) {
+	s := newScenario(t, 5, 200, lanConfig, false)
+	require.False(t, s.converged())
+	require.NoError(t, s.Converge())
+	require.True(t, s.converged(), "not converged right after Converge")
+	from := s.Now()
+	s.Run(30 * time.Second)
+	require.True(t, s.converged())
+	require.Zero(t, s.deathsOf(from, s.names))
+	sus, _ := s.suspicionsOf(from, s.names)
+	require.Zero(t, sus)
+
+	victim := s.names[7]
+	require.NoError(t, s.Crash(victim))
+	survivors := without(s.names, victim)
+	require.True(t, s.RunUntil(func() bool { return s.allSee(survivors, []string{victim}, swim.StateDead) }, 20*time.Second))
+}
