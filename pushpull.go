@@ -96,13 +96,12 @@ func (m *Machine) startStream(to netip.AddrPort, kind streamKind, data []byte, t
 	return id
 }
 
-// encodeState encodes this member's whole view for a push-pull.
+// encodeState encodes this member's whole view for a push-pull, straight
+// from the table.
 func (m *Machine) encodeState(join bool) []byte {
-	pp := &wire.PushPull{From: m.selfName, Join: join, Members: make([]wire.MemberState, 0, m.known)}
+	w := wire.NewPushPullWriter(nil, m.selfName, join, 1+m.numOthers()+len(m.dead))
 	add := func(s *memberState) {
-		pp.Members = append(pp.Members, wire.MemberState{
-			Name: m.nameOf(s), Addr: wire.EncodeAddr(m.addrOf(s)), Incarnation: s.inc(), State: uint8(s.state()), Meta: m.metaOf(s),
-		})
+		w.Add(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s))
 	}
 	// Deterministic order: self, the ring, then the dead list.
 	add(m.self)
@@ -114,7 +113,7 @@ func (m *Machine) encodeState(join bool) []byte {
 	for _, d := range m.dead {
 		add(m.entry(d.id))
 	}
-	data, err := wire.AppendPacket(nil, pp)
+	data, err := w.Bytes()
 	if err != nil {
 		panic(fmt.Sprintf("swim: encode push-pull: %v", err))
 	}
@@ -125,6 +124,14 @@ func (m *Machine) encodeState(join bool) []byte {
 // push-pull, or a ping checking this member over TCP) and returns the reply
 // message to write back.
 func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) ([]byte, error) {
+	if wire.IsPushPull(req) {
+		if err := m.mergeState(now, req, mergePushPull); err != nil {
+			return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
+		}
+		// The reply is built after merging, so a refutation the request
+		// provoked travels back at once.
+		return m.encodeState(false), nil
+	}
 	msgs, err := wire.DecodeStreamPacket(req)
 	if err != nil {
 		return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
@@ -134,13 +141,7 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 	}
 	switch first := msgs[0].(type) {
 	case *wire.PushPull:
-		if len(msgs) != 1 {
-			return nil, fmt.Errorf("swim: stream from %s: push-pull with %d messages", from, len(msgs))
-		}
-		// The reply is built after merging, so a refutation the request
-		// provoked travels back at once.
-		m.mergeState(now, first, mergePushPull)
-		return m.encodeState(false), nil
+		return nil, fmt.Errorf("swim: stream from %s: push-pull with %d messages", from, len(msgs))
 	case *wire.Ping:
 		return m.handleStreamPing(now, from, first, msgs[1:])
 	default:
@@ -164,18 +165,12 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		m.stats.PushPullsFailed++
 		return err
 	}
-	msgs, err := wire.DecodeStreamPacket(resp)
-	if err == nil && len(msgs) == 0 {
-		err = errors.New("empty")
-	}
-	if err != nil {
+	if !wire.IsPushPull(resp) {
 		m.stats.PushPullsFailed++
-		return fmt.Errorf("swim: push-pull reply: %w", err)
-	}
-	pp, ok := msgs[0].(*wire.PushPull)
-	if len(msgs) != 1 || !ok {
-		m.stats.PushPullsFailed++
-		return fmt.Errorf("swim: push-pull reply: unexpected %T", msgs[0])
+		if _, err := wire.DecodeStreamPacket(resp); err != nil {
+			return fmt.Errorf("swim: push-pull reply: %w", err)
+		}
+		return errors.New("swim: push-pull reply: not a push-pull")
 	}
 	src := mergePushPull
 	if kind == streamJoin {
@@ -194,31 +189,45 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 			}
 		}
 	}
-	m.mergeState(now, pp, src)
+	if err := m.mergeState(now, resp, src); err != nil {
+		m.stats.PushPullsFailed++
+		return fmt.Errorf("swim: push-pull reply: %w", err)
+	}
 	return nil
 }
 
-// mergeState applies a peer's full view. A peer's claim that a member is
-// dead only makes it suspect here (as memberlist does): the member gets the
-// chance to refute that our own probes would have given it, which is what
-// lets two halves of a healed partition merge without killing each other.
-func (m *Machine) mergeState(now time.Time, pp *wire.PushPull, src mergeSource) {
-	for i := range pp.Members {
-		ms := &pp.Members[i]
-		if s := m.lookup(ms.Name); s != nil && s != m.self && (s.inc() > ms.Incarnation ||
-			s.inc() == ms.Incarnation && (State(ms.State) == StateAlive || !s.live())) {
-			// Nothing the handlers below would act on: the common case
-			// of a periodic exchange, skipped before building a delta.
-			continue
-		}
-		switch State(ms.State) {
-		case StateAlive:
-			m.handleAlive(now, &wire.Alive{Name: ms.Name, Addr: ms.Addr, Incarnation: ms.Incarnation, Meta: ms.Meta}, src)
-		case StateSuspect, StateDead:
-			m.handleSuspect(now, &wire.Suspect{Name: ms.Name, Incarnation: ms.Incarnation, From: pp.From})
-		case StateLeft:
-			m.handleDead(now, &wire.Dead{Name: ms.Name, Incarnation: ms.Incarnation, From: pp.From, Left: true})
-		}
+// mergeState applies a peer's full view, the push-pull packet data. A
+// peer's claim that a member is dead only makes it suspect here (as
+// memberlist does): the member gets the chance to refute that our own probes
+// would have given it, which is what lets two halves of a healed partition
+// merge without killing each other. A malformed packet changes nothing.
+func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) error {
+	pp, err := wire.ParsePushPull(data)
+	if err != nil {
+		return err
+	}
+	pp.Each(func(v *wire.MemberView) { m.mergeMember(now, v, pp.From, src) })
+	return nil
+}
+
+// mergeMember applies one member of a peer's view. The views alias the
+// packet: nothing here keeps them past the call (the handlers encode or
+// copy what they store).
+func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource) {
+	if s := m.lookupBytes(v.Name); s != nil && s != m.self && (s.inc() > v.Incarnation ||
+		s.inc() == v.Incarnation && (State(v.State) == StateAlive || !s.live())) {
+		// Nothing the handlers below would act on: the common case of a
+		// periodic exchange, skipped before building a delta.
+		return
+	}
+	name := string(v.Name)
+	switch State(v.State) {
+	case StateAlive:
+		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta}, src)
+	case StateSuspect, StateDead:
+		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from})
+	case StateLeft:
+		m.handleDead(now, &wire.Dead{Name: name, Incarnation: v.Incarnation, From: from, Left: true})
 	}
 }
 

@@ -239,6 +239,15 @@ func (m *Machine) lookup(name string) *memberState {
 	return m.entry(id)
 }
 
+// lookupBytes is lookup for a name still in a packet, without copying it.
+func (m *Machine) lookupBytes(name []byte) *memberState {
+	id, ok := m.reg.byName[string(name)]
+	if !ok {
+		return nil
+	}
+	return m.entry(id)
+}
+
 // addEntry creates the entry of a member this Machine did not know.
 func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, st State, inc uint64, now time.Time) *memberState {
 	id := m.reg.acquireName(name)

@@ -24,6 +24,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ type options struct {
 	seed     uint64
 	crashes  time.Duration
 	memLimit int64
+	cpuProf  string
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -57,6 +59,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "simulation seed")
 	fs.DurationVar(&o.crashes, "crash-every", time.Minute, "crash one member this often (0: never)")
 	fs.Int64Var(&o.memLimit, "memlimit", 4<<30, "soft memory limit for the Go runtime, bytes (0: none)")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run after the boot to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -118,6 +121,17 @@ func measure(o options, stdout, stderr io.Writer) error {
 	bootWall, bootVirtual := time.Since(wall), c.Elapsed()
 	fmt.Fprintf(stderr, "boot (%s): %v virtual in %v wall\n", o.boot, bootVirtual.Round(time.Millisecond), bootWall.Round(time.Millisecond))
 
+	if o.cpuProf != "" {
+		f, err := os.Create(o.cpuProf)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start, startVirtual := time.Now(), c.Elapsed()
 	startCounters := c.Counters()
 	crashed := 0

@@ -222,19 +222,19 @@ func TestFaultModelPauses(t *testing.T) {
 }
 
 // TestFaultModelDisseminationCurve measures how a new member's join spreads
-// through a converged cluster: the fraction of members that know it after
-// each probe period (and after each gossip interval). Rounds for the issue's
-// figures: go test ./internal/sim -run DisseminationCurve -v -faults.spread.n 1000
+// through a running cluster: the fraction of members that know it after each
+// probe period and after each gossip interval, our round of dissemination.
+// Push gossip with fanout 1 needs about log2 N + ln N rounds to reach
+// everyone (Pittel; SWIM §4.1 cites the O(log N) bound); the test asserts
+// that we need no more than 1.5 times that. Figures for 1,000 and 10,000:
+// go test ./internal/sim -run DisseminationCurve -v -faults.spread.n 10000
 func TestFaultModelDisseminationCurve(t *testing.T) {
 	t.Parallel()
 	n := *spreadN
 	cfg := swim.DefaultLANConfig()
-	s := newScenario(t, 308, n, lanConfig, true)
-	s.SetCheckInterval(100 * time.Millisecond)
-	_, ok := s.RunUntilAgree(5 * time.Minute)
-	require.True(t, ok, "no convergence: %v", s)
-	s.SetCheckInterval(0)
-	s.Run(10 * time.Second)
+	s := newScenario(t, 308, n, lanConfig, false)
+	require.NoError(t, s.Converge())
+	s.Run(30 * time.Second) // past the joins' early push-pulls
 	m := NewMetrics(s.Cluster)
 	const joiner = "joiner"
 	spread := m.TrackSpread(joiner, swim.EventJoin)
@@ -244,13 +244,14 @@ func TestFaultModelDisseminationCurve(t *testing.T) {
 	require.True(t, s.RunUntil(spread.Complete, time.Minute), "the join reached %d of %d members in a minute: %v", spread.Known(), spread.Targets(), s)
 	all, _ := spread.TimeTo(1)
 	half, _ := spread.TimeTo(0.5)
-	t.Logf("n=%d: a join reached half the members after %v, all after %v (%.2f probe periods, %.1f gossip intervals)",
-		n, half, all, all.Seconds()/cfg.ProbeInterval.Seconds(), all.Seconds()/cfg.GossipInterval.Seconds())
-	t.Logf("n=%d: per probe period: %s", n, FormatCurve(spread.Curve(cfg.ProbeInterval)))
+	rounds := all.Seconds() / cfg.GossipInterval.Seconds()
+	bound := math.Log2(float64(n)) + math.Log(float64(n))
+	t.Logf("n=%d: a join reached half the members after %v, all after %v: %.2f gossip rounds (%.2f probe periods); push-gossip bound log2 N + ln N = %.1f rounds",
+		n, half, all, rounds, all.Seconds()/cfg.ProbeInterval.Seconds(), bound)
 	t.Logf("n=%d: per gossip interval: %s", n, FormatCurve(spread.Curve(cfg.GossipInterval)))
 	require.Equal(t, n, spread.Targets())
-	require.Equal(t, 1.0, spread.Curve(cfg.ProbeInterval)[len(spread.Curve(cfg.ProbeInterval))-1])
-	_, ok = s.RunUntilAgree(time.Minute)
+	require.LessOrEqual(t, rounds, 1.5*bound, "dissemination slower than 1.5 times the push-gossip bound")
+	_, ok := s.RunUntilAgree(time.Minute)
 	require.True(t, ok)
 }
 

@@ -404,9 +404,9 @@ func decodeDead(d *decoder, m *Dead) {
 }
 
 func decodePushPull(d *decoder, m *PushPull) {
-	n := d.arrayLen("", 3, math.MaxInt)
-	m.From = d.str("From", MaxNameLen)
-	m.Join = d.bool("Join")
+	from, join, extra := decodePushPullHead(d)
+	m.From = string(from)
+	m.Join = join
 	count := d.arrayLen("Members", 0, MaxPushPullMembers)
 	// arrayLen allowed one byte per element; a member needs more, and the
 	// slice is allocated only for a count the input can really hold.
@@ -419,21 +419,20 @@ func decodePushPull(d *decoder, m *PushPull) {
 	if count > 0 {
 		m.Members = make([]MemberState, count)
 	}
+	var v MemberView
 	for i := range m.Members {
-		ms := &m.Members[i]
-		k := d.arrayLen("Members", 5, math.MaxInt)
-		name := d.raw("Members.Name", MaxNameLen, true)
-		addr := d.raw("Members.Addr", MaxAddrLen, false)
-		ms.Incarnation = d.uint("Members.Incarnation", math.MaxUint64)
-		ms.State = uint8(d.uint("Members.State", math.MaxUint8))
-		ms.Meta = d.bin("Members.Meta", MaxMetaLen)
-		d.skip("Members", k-5)
+		decodeMemberView(d, &v)
 		if d.err != nil {
 			return
 		}
-		ms.Name, _, ms.Addr = pack(name, nil, addr)
+		ms := &m.Members[i]
+		ms.Name, _, ms.Addr = pack(v.Name, nil, v.Addr)
+		ms.Incarnation, ms.State = v.Incarnation, v.State
+		if len(v.Meta) > 0 {
+			ms.Meta = append([]byte(nil), v.Meta...)
+		}
 	}
-	d.skip("", n-3)
+	d.skip("", extra)
 }
 
 // decodeCompound decodes a compound body into m (DecodeFrame only). The body

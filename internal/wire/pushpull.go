@@ -1,0 +1,182 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"net/netip"
+)
+
+// A push-pull carries a member's whole view: at 10,000 members it is 10,000
+// entries each way, every PushPullInterval, for every member. Building a
+// []MemberState to encode it, and decoding one with a string and a slice per
+// entry, cost more than the exchange itself; the functions here encode from
+// the caller's table and decode into views of the input, allocating nothing
+// per member. They produce and accept exactly the bytes AppendPacket and
+// DecodeStreamPacket do for a *PushPull.
+
+// PushPullWriter encodes a push-pull packet member by member.
+type PushPullWriter struct {
+	b    []byte
+	want int
+	n    int
+	err  error
+}
+
+// NewPushPullWriter starts a push-pull packet in dst (appending to it) for
+// exactly count members.
+func NewPushPullWriter(dst []byte, from string, join bool, count int) *PushPullWriter {
+	w := &PushPullWriter{want: count}
+	if err := checkLen(TypePushPull, "From", len(from), MaxNameLen); err != nil {
+		w.err = err
+	} else if err := checkLen(TypePushPull, "Members", count, MaxPushPullMembers); err != nil {
+		w.err = err
+	}
+	b := append(dst, Version, byte(TypePushPull))
+	b = appendArrayLen(b, 3)
+	b = appendString(b, from)
+	b = appendBool(b, join)
+	w.b = appendArrayLen(b, count)
+	return w
+}
+
+// Add appends one member.
+func (w *PushPullWriter) Add(name string, addr netip.AddrPort, incarnation uint64, state uint8, meta []byte) {
+	if w.err != nil {
+		return
+	}
+	if len(name) > MaxNameLen || len(meta) > MaxMetaLen {
+		w.err = checkMember(TypePushPull, "Members.", name, nil, meta)
+		return
+	}
+	b := appendArrayLen(w.b, 5)
+	b = appendString(b, name)
+	b = appendAddr(b, addr)
+	b = appendUint(b, incarnation)
+	b = appendUint(b, uint64(state))
+	w.b = appendBin(b, meta)
+	w.n++
+}
+
+// Bytes returns the packet; it fails if a member broke a limit or the count
+// given to NewPushPullWriter was not met.
+func (w *PushPullWriter) Bytes() ([]byte, error) {
+	if w.err == nil && w.n != w.want {
+		w.err = fmt.Errorf("wire: encode push-pull: %d members written, %d announced: %w", w.n, w.want, ErrMalformed)
+	}
+	return w.b, w.err
+}
+
+// appendAddr appends EncodeAddr(ap) as a bin without allocating.
+func appendAddr(b []byte, ap netip.AddrPort) []byte {
+	a := ap.Addr().Unmap()
+	switch {
+	case a.Is4():
+		a4 := a.As4()
+		b = append(b, mpBin8, 6)
+		b = append(b, a4[:]...)
+	case a.Is6():
+		a16 := a.As16()
+		b = append(b, mpBin8, 18)
+		b = append(b, a16[:]...)
+	default:
+		return append(b, mpNil)
+	}
+	return binary.BigEndian.AppendUint16(b, ap.Port())
+}
+
+// MemberView is one member of a push-pull as PushPullView.Each reads it.
+// Name, Addr and Meta alias the packet and are valid only during the call.
+type MemberView struct {
+	Name, Addr  []byte
+	Incarnation uint64
+	State       uint8
+	Meta        []byte
+}
+
+// IsPushPull reports whether the stream packet b holds a single push-pull.
+func IsPushPull(b []byte) bool {
+	return len(b) >= 2 && b[0] == Version && Type(b[1]) == TypePushPull
+}
+
+// PushPullView is a push-pull packet checked whole by ParsePushPull, whose
+// members Each reads without copying them.
+type PushPullView struct {
+	From string
+	Join bool
+	b    []byte
+}
+
+// ParsePushPull checks a stream packet holding one push-pull (see
+// IsPushPull) with the limits and errors of DecodeStreamPacket, and returns
+// its head. The view aliases b.
+func ParsePushPull(b []byte) (*PushPullView, error) {
+	if len(b) > MaxStreamMessageSize {
+		return nil, &DecodeError{Err: fmt.Errorf("%w: packet of %d bytes, limit %d", ErrTooLarge, len(b), MaxStreamMessageSize)}
+	}
+	if !IsPushPull(b) {
+		return nil, &DecodeError{Err: fmt.Errorf("%w: not a push-pull packet", ErrMalformed)}
+	}
+	p := &PushPullView{b: b}
+	from, join, err := p.walk(nil)
+	if err != nil {
+		return nil, err
+	}
+	p.From, p.Join = string(from), join
+	return p, nil
+}
+
+// Each calls visit with each member, in order.
+func (p *PushPullView) Each(visit func(*MemberView)) {
+	// ParsePushPull checked the packet: the walk cannot fail.
+	_, _, _ = p.walk(visit)
+}
+
+// walk reads the packet, calling visit (if not nil) with each member.
+func (p *PushPullView) walk(visit func(*MemberView)) (from []byte, join bool, err error) {
+	d := decoder{b: p.b[2:]}
+	from, join, extra := decodePushPullHead(&d)
+	count := d.arrayLen("Members", 0, MaxPushPullMembers)
+	if d.err == nil && count > len(d.b)/minMemberStateLen {
+		d.fail("Members", ErrTruncated)
+	}
+	var v MemberView
+	for i := 0; i < count && d.err == nil; i++ {
+		decodeMemberView(&d, &v)
+		if visit != nil && d.err == nil {
+			visit(&v)
+		}
+	}
+	d.skip("", extra)
+	if d.err != nil {
+		return nil, false, &DecodeError{Type: TypePushPull, Field: d.field, Err: d.err}
+	}
+	if len(d.b) != 0 {
+		return nil, false, &DecodeError{Type: TypePushPull, Err: ErrTrailingBytes}
+	}
+	return from, join, nil
+}
+
+// decodePushPullHead reads the push-pull's array header, From and Join; it
+// returns how many fields past the known three follow the members, for the
+// caller to skip at the end.
+func decodePushPullHead(d *decoder) (from []byte, join bool, extra int) {
+	n := d.arrayLen("", 3, math.MaxInt)
+	from = d.raw("From", MaxNameLen, true)
+	join = d.bool("Join")
+	return from, join, n - 3
+}
+
+// decodeMemberView reads one member state into v, aliasing d's input.
+func decodeMemberView(d *decoder, v *MemberView) {
+	k := d.arrayLen("Members", 5, math.MaxInt)
+	v.Name = d.raw("Members.Name", MaxNameLen, true)
+	v.Addr = d.raw("Members.Addr", MaxAddrLen, false)
+	v.Incarnation = d.uint("Members.Incarnation", math.MaxUint64)
+	v.State = uint8(d.uint("Members.State", math.MaxUint8))
+	v.Meta = d.raw("Members.Meta", MaxMetaLen, false)
+	if len(v.Meta) == 0 {
+		v.Meta = nil
+	}
+	d.skip("Members", k-5)
+}
