@@ -79,10 +79,13 @@ type Config struct {
 	// random member (anti-entropy). It is scaled up for large clusters to
 	// keep the cost per member bounded. 0 disables it. Default 30s.
 	PushPullInterval time.Duration
-	// ReconnectInterval is how often this member tries to reach one member
-	// it declared dead (or the seeds, when it is alone) with a push-pull, so
-	// that a healed partition merges again without operator action. 0
-	// disables it. Default 10s.
+	// ReconnectInterval is how often this member considers reaching one
+	// member it declared dead (or the seeds, when it is alone) with a
+	// push-pull, so that a healed partition merges again without operator
+	// action. It tries with probability 8·dead/live (at most 1), so the
+	// cluster makes about 8 attempts per dead member per interval however
+	// large it is, and after a partition everyone tries every interval.
+	// 0 disables it. Default 10s.
 	ReconnectInterval time.Duration
 	// ReconnectTimeout is how long a dead member (and the seeds) are
 	// retried before being forgotten. Default 6h (LAN).

@@ -112,7 +112,9 @@ type machineState struct {
 	// (even once it has left): the order of aligned probing, and the pool
 	// of random choices.
 	ring       ringList
-	probeRound int64 // the aligned round of the next probe
+	selfPos    int    // this member's index in ring, cached
+	selfPosAt  uint64 // ring.mods+1 when selfPos was computed; 0: never
+	probeRound int64  // the aligned round of the next probe
 	probeOrder []uint32
 	probeNext  int
 	nextProbe  time.Time

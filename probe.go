@@ -169,7 +169,11 @@ func (m *Machine) alignedTarget(r int64) *memberState {
 	if n < 2 {
 		return nil
 	}
-	pos := m.ring.index(m.ringOrder(), m.self.id)
+	if m.selfPosAt != m.ring.mods+1 {
+		// Views change rarely next to how often we probe.
+		m.selfPos, m.selfPosAt = m.ring.index(m.ringOrder(), m.self.id), m.ring.mods+1
+	}
+	pos := m.selfPos
 	if pos < 0 {
 		return nil
 	}

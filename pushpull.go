@@ -282,6 +282,12 @@ func (m *Machine) hasDeadToRetry() bool {
 	return false
 }
 
+// reconnectFanout is how many reconnect attempts the cluster makes per dead
+// member per ReconnectInterval, about: enough that a member wrongly
+// declared dead is reached within the interval (all miss it with
+// probability e⁻⁸), few enough that a crash costs the cluster nothing much.
+const reconnectFanout = 8
+
 // tickReconnect retries one member declared dead (and, while this member is
 // alone, the seeds) with a push-pull. If a partition caused the deaths, the
 // exchange succeeds once it heals and the two views merge again.
@@ -312,6 +318,16 @@ func (m *Machine) tickReconnect(now time.Time) {
 		candidates = append(candidates, e.addr)
 	}
 	if len(candidates) == 0 {
+		return
+	}
+	// Try with probability reconnectFanout·dead/live (after Serf's
+	// dead/live rule), so that the cluster as a whole makes about
+	// reconnectFanout attempts per dead member per interval instead of
+	// one per member: 10,000 members each pushing their full state at one
+	// crashed host every 10 seconds would cost more than the rest of the
+	// protocol. Where many are dead (a partition) everyone still tries
+	// every interval, as before.
+	if live := m.numOthers(); live > 0 && m.rng.Float64()*float64(live) >= float64(reconnectFanout*len(candidates)) {
 		return
 	}
 	m.stats.Reconnects++

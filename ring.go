@@ -15,6 +15,7 @@ import (
 type ringList struct {
 	blocks [][]uint32
 	n      int
+	mods   uint64 // counts inserts and removals, to validate cached positions
 }
 
 const ringBlockMax = 512
@@ -59,6 +60,7 @@ func (r *ringList) insert(o ringOrder, id uint32) bool {
 	if len(r.blocks) == 0 {
 		r.blocks = append(r.blocks, []uint32{id})
 		r.n = 1
+		r.mods++
 		return true
 	}
 	blk, off, found := r.find(o, id)
@@ -75,6 +77,7 @@ func (r *ringList) insert(o ringOrder, id uint32) bool {
 	}
 	r.blocks[blk] = b
 	r.n++
+	r.mods++
 	return true
 }
 
@@ -89,6 +92,7 @@ func (r *ringList) remove(o ringOrder, id uint32) bool {
 		r.blocks = slices.Delete(r.blocks, blk, blk+1)
 	}
 	r.n--
+	r.mods++
 	return true
 }
 

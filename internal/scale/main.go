@@ -47,6 +47,7 @@ type options struct {
 	crashes  time.Duration
 	memLimit int64
 	cpuProf  string
+	warmup   time.Duration
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -59,7 +60,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "simulation seed")
 	fs.DurationVar(&o.crashes, "crash-every", time.Minute, "crash one member this often (0: never)")
 	fs.Int64Var(&o.memLimit, "memlimit", 4<<30, "soft memory limit for the Go runtime, bytes (0: none)")
-	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run after the boot to this file")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured run to this file")
+	fs.DurationVar(&o.warmup, "warmup", 0, "virtual time to run after the boot before measuring")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -121,6 +123,11 @@ func measure(o options, stdout, stderr io.Writer) error {
 	bootWall, bootVirtual := time.Since(wall), c.Elapsed()
 	fmt.Fprintf(stderr, "boot (%s): %v virtual in %v wall\n", o.boot, bootVirtual.Round(time.Millisecond), bootWall.Round(time.Millisecond))
 
+	if o.warmup > 0 {
+		w := time.Now()
+		c.Run(o.warmup)
+		fmt.Fprintf(stderr, "warmup: %v virtual in %v wall\n", o.warmup, time.Since(w).Round(time.Millisecond))
+	}
 	if o.cpuProf != "" {
 		f, err := os.Create(o.cpuProf)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -43,4 +44,34 @@ func BenchmarkCluster(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
 		})
 	}
+}
+
+// BenchmarkSimulatedMembers runs the real protocol: 1,000 converged members
+// (LAN defaults) for 30 virtual seconds per op. member-vsec/s is members ×
+// virtual seconds per wall second; B/member is the heap in use per member
+// at the end (each holds a view of all 1,000). The 10,000-member figures
+// come from go run ./internal/scale.
+func BenchmarkSimulatedMembers(b *testing.B) {
+	const n = 1000
+	const span = 30 * time.Second
+	var heap uint64
+	for range b.N {
+		c := New(Options{Seed: 1, NodeFactory: MachineFactory(lanConfig), DisableLog: true})
+		if _, err := c.AddNodes("m", n); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Converge(); err != nil {
+			b.Fatal(err)
+		}
+		c.Run(span)
+		b.StopTimer()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		heap = ms.HeapInuse
+		runtime.KeepAlive(c)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(n)*span.Seconds()*float64(b.N)/b.Elapsed().Seconds(), "member-vsec/s")
+	b.ReportMetric(float64(heap)/n, "B/member")
 }
