@@ -177,14 +177,15 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		src = mergeJoin
 		// The seed's view was a snapshot: members joining at the same time
 		// reach us only by gossip, which at first goes to the few members
-		// that knew them early, and rumors leave rare holes. Two extra
-		// exchanges with random members, 2-4 periods after the join and
-		// 4-8 periods after that, fill those holes (and spread
-		// what we know), so a cluster booting at once converges in
-		// seconds rather than at the first periodic push-pull.
+		// that knew them early, and rumors leave rare holes. Extra
+		// exchanges with random members, half to one period after the
+		// join and then at doubling gaps (1-2, 2-4 periods), fill those holes
+		// (and spread what we know), so a cluster booting at once
+		// converges in seconds rather than at the first periodic
+		// push-pull.
 		if m.cfg.PushPullInterval > 0 {
-			m.joinFollowUps = 2
-			if soon := now.Add(2*m.cfg.ProbeInterval + m.jitter(2*m.cfg.ProbeInterval)); soon.Before(m.nextPushPull) {
+			m.joinFollowUps = joinFollowUps
+			if soon := now.Add(m.cfg.ProbeInterval/2 + m.jitter(m.cfg.ProbeInterval/2)); soon.Before(m.nextPushPull) {
 				m.nextPushPull = soon
 			}
 		}
@@ -243,6 +244,9 @@ func (m *Machine) pushPullInterval() time.Duration {
 	return time.Duration(mult * float64(m.cfg.PushPullInterval))
 }
 
+// joinFollowUps is how many early push-pulls follow a join.
+const joinFollowUps = 3
+
 // tickPushPull runs the periodic anti-entropy exchange with a random member.
 func (m *Machine) tickPushPull(now time.Time) {
 	if m.cfg.PushPullInterval <= 0 || now.Before(m.nextPushPull) {
@@ -253,7 +257,8 @@ func (m *Machine) tickPushPull(now time.Time) {
 	if m.joinFollowUps > 0 {
 		m.joinFollowUps--
 		if m.joinFollowUps > 0 {
-			m.nextPushPull = now.Add(4*m.cfg.ProbeInterval + m.jitter(4*m.cfg.ProbeInterval))
+			gap := m.cfg.ProbeInterval / 2 << (joinFollowUps - m.joinFollowUps)
+			m.nextPushPull = now.Add(gap + m.jitter(gap))
 		}
 	}
 	if m.self.state() != StateAlive {

@@ -585,33 +585,33 @@ func TestAccuracyTCPFallback(t *testing.T) {
 // lossless, so with TCP checks no probe ever fails under loss, and the
 // heartbeat rule saves most suspects before their final check. With a UDP
 // ping alone the check fails when the ping or its ack is lost (19% at 10%
-// loss): over ten 10-minute runs of 64 members it cut false deaths from 20
-// to 5, not to none; this seed is one where it saves every suspect.
+// loss), so it cuts false deaths without ending them: the test runs twelve
+// seeds and asserts that it saves suspects and leaves fewer false deaths
+// (the last run: 6 off, 3 on, 12 suspects saved).
 func TestAccuracyFinalCheck(t *testing.T) {
-	for _, on := range []bool{true, false} {
-		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
-			t.Parallel()
-			s := convergedScenario(t, 5, 64, configWith(func(c *swim.Config) {
-				c.TCPChecks = false
-				c.AnyTrafficHeartbeat = false
-				c.Nacks = false // else a probe whose nacks were all lost accuses no one
-				c.FinalCheck = on
-			}))
-			from := s.Now()
-			s.SetLoss(0.10)
-			s.Run(5 * time.Minute)
-			s.SetLoss(0)
-			deaths := s.deathsOf(from, s.names)
-			saved := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.FinalChecksSaved })
-			checks := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.FinalChecks })
-			t.Logf("5 minutes at 10%% loss: %d final checks, %d saved, %d false deaths", checks, saved, deaths)
-			if on {
-				require.NotZero(t, saved)
-				require.Zero(t, deaths)
-			} else {
-				require.NotZero(t, deaths, "without the final check, loss should cause false deaths")
-			}
-			require.True(t, s.RunUntil(s.converged, time.Minute), "views differ after the loss ended: %v", s)
-		})
+	run := func(on bool, seed uint64) (deaths, saved uint64) {
+		s := convergedScenario(t, seed, 64, configWith(func(c *swim.Config) {
+			c.TCPChecks = false
+			c.AnyTrafficHeartbeat = false
+			c.Nacks = false // else a probe whose nacks were all lost accuses no one
+			c.FinalCheck = on
+		}))
+		from := s.Now()
+		s.SetLoss(0.10)
+		s.Run(5 * time.Minute)
+		s.SetLoss(0)
+		require.True(t, s.RunUntil(s.converged, time.Minute), "views differ after the loss ended: %v", s)
+		return uint64(s.deathsOf(from, s.names)), s.sumStats(s.names, func(st swim.Stats) uint64 { return st.FinalChecksSaved })
 	}
+	var deathsOn, deathsOff, saved uint64
+	for seed := uint64(1); seed <= 12; seed++ {
+		d, sv := run(true, seed)
+		deathsOn, saved = deathsOn+d, saved+sv
+		d, _ = run(false, seed)
+		deathsOff += d
+	}
+	t.Logf("12 runs of 5 minutes at 10%% loss, 64 members: false deaths %d without the final check, %d with it (%d suspects saved by it)", deathsOff, deathsOn, saved)
+	require.NotZero(t, saved)
+	require.NotZero(t, deathsOff, "without the final check, loss should cause false deaths")
+	require.Less(t, deathsOn, deathsOff, "the final check should leave fewer false deaths")
 }
