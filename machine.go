@@ -297,6 +297,7 @@ func (m *Machine) NextDeadline() time.Time {
 		earliest(m.suspHeap[0].deadline)
 	}
 	if len(m.finalFIFO) > 0 {
+		earliest(m.nextFinalRetry())
 		earliest(m.finalFIFO[0].expires)
 	}
 	if m.bq.Len() > 0 && m.cfg.GossipInterval > 0 && m.gossipTargets() > 0 {
@@ -321,6 +322,7 @@ func (m *Machine) NextDeadline() time.Time {
 func (m *Machine) Tick(now time.Time) {
 	m.expireRelays(now)
 	m.tickProbe(now)
+	m.retryFinalChecks(now)
 	m.expireFinalChecks(now)
 	m.expireSuspicions(now)
 	m.tickGossip(now)

@@ -228,8 +228,10 @@ type finalCheck struct {
 	seq         uint32
 	name        string
 	incarnation uint64
+	retryAt     time.Time // the UDP ping is sent again if still unanswered
 	expires     time.Time
 	done        bool
+	retried     bool
 }
 
 // accusedBy reports whether name accused the member itself (first or as a
@@ -247,6 +249,7 @@ func (m *Machine) startFinalCheck(now time.Time, mem *memberState, accuser bool)
 		seq:         m.nextSeq(),
 		name:        m.nameOf(mem),
 		incarnation: mem.inc(),
+		retryAt:     now.Add(m.cfg.ProbeTimeout / 2),
 		expires:     now.Add(m.cfg.ProbeTimeout),
 	}
 	m.finalChecks[fc.seq] = fc
@@ -275,6 +278,35 @@ func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
 	if mem != nil && mem.state() == StateSuspect && mem.inc() == fc.incarnation {
 		m.startSuspicion(now, fc.name, fc.incarnation, m.selfName, now)
 	}
+}
+
+// retryFinalChecks pings once more, halfway through the check, the
+// suspects that have not answered: a UDP-only check (TCP off, or a member
+// that only relayed the suspicion) otherwise fails whenever the ping or its
+// ack is lost, 10% of the time at 5% loss, and that is a false death.
+func (m *Machine) retryFinalChecks(now time.Time) {
+	for _, fc := range m.finalFIFO {
+		if now.Before(fc.retryAt) {
+			break
+		}
+		if fc.done || fc.retried {
+			continue
+		}
+		fc.retried = true
+		if mem := m.lookup(fc.name); mem != nil && mem.state() == StateSuspect && mem.inc() == fc.incarnation {
+			m.send(m.addrOf(mem), &wire.Ping{Seq: fc.seq, Target: fc.name, From: m.selfName})
+		}
+	}
+}
+
+// nextFinalRetry is when retryFinalChecks next has work, zero if never.
+func (m *Machine) nextFinalRetry() time.Time {
+	for _, fc := range m.finalFIFO {
+		if !fc.done && !fc.retried {
+			return fc.retryAt
+		}
+	}
+	return time.Time{}
 }
 
 // expireFinalChecks declares dead the suspects that did not answer their

@@ -284,6 +284,43 @@ func TestFinalCheckTCPOnlyByAccusers(t *testing.T) {
 	}
 }
 
+// TestFinalCheckPingsTwice: a UDP final check left unanswered pings the
+// suspect once more halfway through, with the same sequence number and the
+// suspicion, so a single lost packet does not kill; an answer to the second
+// ping saves the member.
+func TestFinalCheckPingsTwice(t *testing.T) {
+	cfg := mtConfig()
+	cfg.FinalCheck = true
+	h := newMT(t, cfg)
+	h.joinPeers(3, 1)
+	deadline := h.suspectPeer1()
+	h.tick(deadline)
+	first, _ := pingsTo(h.ready(), mtPeer(1))
+	require.Len(t, first, 1, "the final check")
+	start := h.now
+
+	h.tick(start.Add(cfg.ProbeTimeout/2 - time.Nanosecond))
+	again, _ := pingsTo(h.ready(), mtPeer(1))
+	require.Empty(t, again, "no second ping before halfway")
+	require.Equal(t, start.Add(cfg.ProbeTimeout/2), h.m.NextDeadline(), "the retry is a deadline")
+	h.tick(start.Add(cfg.ProbeTimeout / 2))
+	out := h.ready()
+	again, pkts := pingsTo(out, mtPeer(1))
+	require.Len(t, again, 1, "the unanswered check pings again")
+	require.Equal(t, first[0].Seq, again[0].Seq)
+	require.NotNil(t, suspectFrame(pkts[0], mtPeer(1)), "the second ping carries the suspicion too")
+
+	h.tick(start.Add(cfg.ProbeTimeout * 3 / 4))
+	h.ready()
+	require.Empty(t, func() []*wire.Ping { p, _ := pingsTo(h.ready(), mtPeer(1)); return p }(), "one retry only")
+	h.feed(mtPeerAddr(1), &wire.Ack{Seq: again[0].Seq})
+	h.tick(start.Add(cfg.ProbeTimeout))
+	h.ready()
+	mem, _ := h.m.Member(mtPeer(1))
+	require.NotEqual(t, StateDead, mem.State)
+	require.Equal(t, uint64(1), h.m.Stats().FinalChecksSaved)
+}
+
 // TestFinalCheckCarriesSuspicionWithoutBuddyPing: Config.FinalCheck says
 // the final ping carries the suspicion, whether or not BuddyPing is on.
 // The broadcast queue is drained first, so only the final check itself can
