@@ -152,6 +152,7 @@ type machineState struct {
 	stats Stats
 	// scratch buffers reused between packets
 	frames      [][]byte
+	frameBuf    []byte
 	pickScratch []*memberState
 }
 
@@ -383,12 +384,15 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 // send queues a packet carrying msg and as many pending deltas as fit
 // (SWIM §4: dissemination piggybacks on failure-detection traffic).
 func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
-	frame, err := wire.AppendFrame(nil, msg)
+	// The frame is built in a reused buffer: emit copies it into the
+	// packet.
+	frame, err := wire.AppendFrame(m.frameBuf[:0], msg)
 	if err != nil {
 		// Our own messages are built within the wire limits; failing here
 		// is a bug, not a network condition.
 		panic(fmt.Sprintf("swim: encode %T: %v", msg, err))
 	}
+	m.frameBuf = frame
 	m.frames = append(m.frames[:0], frame)
 	budget := m.cfg.PacketBudget - wire.CompoundHeaderMax - len(frame) - wire.FrameOverheadMax
 	if ping, ok := msg.(*wire.Ping); ok && (m.cfg.BuddyPing || m.finalChecks[ping.Seq] != nil) {

@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.boot, "boot", "converge", "how the cluster starts: converge (handed the full membership) or seed (all join through one seed at once)")
 	fs.Uint64Var(&o.seed, "seed", 1, "simulation seed")
 	fs.DurationVar(&o.crashes, "crash-every", time.Minute, "crash one member this often (0: never)")
-	fs.Int64Var(&o.memLimit, "memlimit", 4<<30, "soft memory limit for the Go runtime, bytes (0: none)")
+	fs.Int64Var(&o.memLimit, "memlimit", 3<<30, "soft memory limit for the Go runtime, bytes (0: none); the 10,000-member table alone is 2.6 GiB")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the measured run to this file")
 	fs.DurationVar(&o.warmup, "warmup", 0, "virtual time to run after the boot before measuring")
 	if err := fs.Parse(args); err != nil {
