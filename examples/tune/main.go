@@ -68,10 +68,12 @@
 // # Cost
 //
 // Each run simulates a whole cluster on one core; runs go -parallel at a
-// time (default GOMAXPROCS). A 1,000-member run takes 4 to 7 s of CPU and
-// under 100 MB, so the default grid (4 IndirectChecks × 3 tolerances × 2
-// seeds = 24 runs of 60 virtual seconds) takes one to two minutes on two
-// idle cores, longer when other work shares them.
+// time (default GOMAXPROCS). A 1,000-member run of the default scenario
+// takes about 5 s of CPU and under 100 MB, so the default grid
+// (4 IndirectChecks × 3 tolerances × 4 seeds = 48 runs of 60 virtual
+// seconds) takes about two minutes on two idle cores, longer when other work
+// shares them. Four seeds, because a false death near the boundary is a
+// rare event: with fewer, which row shows none is largely luck.
 //
 // # Output
 //
@@ -181,7 +183,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.p99, "p99", 20*time.Millisecond, "99th percentile of the one-way latency (lognormal)")
 	fs.DurationVar(&o.pause, "pause", 3*time.Second, "longest pause a member must survive without being declared dead")
 	fs.Float64Var(&o.budget, "budget", 0, "false deaths per member-hour allowed (0: none at all in the simulated runs)")
-	fs.IntVar(&o.seeds, "seeds", 2, "runs per setting, with different seeds")
+	fs.IntVar(&o.seeds, "seeds", 4, "runs per setting, with different seeds")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "virtual time measured per run (crashes and pauses happen in it)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "runs at once (each holds one whole cluster in memory)")
 	fs.StringVar(&o.svg, "svg", "tune.svg", "where to write the plot (empty: no plot)")
