@@ -203,6 +203,21 @@ func DefaultLANConfig() *Config {
 	}
 }
 
+// DefaultConfig returns the defaults of a profile by name, "lan", "wan" or
+// "local" (DefaultLANConfig, DefaultWANConfig, DefaultLocalConfig), for
+// commands that take the profile as a flag; any other name is an error.
+func DefaultConfig(profile string) (*Config, error) {
+	switch profile {
+	case "lan":
+		return DefaultLANConfig(), nil
+	case "wan":
+		return DefaultWANConfig(), nil
+	case "local":
+		return DefaultLocalConfig(), nil
+	}
+	return nil, fmt.Errorf("%w: profile %q: want lan, wan or local", ErrInvalidConfig, profile)
+}
+
 // DefaultWANConfig returns settings for members spread across data centers
 // (RTT up to a few hundred ms, more loss).
 func DefaultWANConfig() *Config {

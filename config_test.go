@@ -130,3 +130,15 @@ func TestConfigValidateAcceptsEdges(t *testing.T) {
 		})
 	}
 }
+
+func TestDefaultConfigByProfileName(t *testing.T) {
+	for name, want := range map[string]*Config{"lan": DefaultLANConfig(), "wan": DefaultWANConfig(), "local": DefaultLocalConfig()} {
+		got, err := DefaultConfig(name)
+		require.NoError(t, err)
+		require.Equal(t, want.ProbeInterval, got.ProbeInterval, name)
+		require.Equal(t, want.PauseTolerance, got.PauseTolerance, name)
+	}
+	_, err := DefaultConfig("lna")
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	require.ErrorContains(t, err, `"lna"`)
+}

@@ -92,16 +92,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 
-	var cfg *swim.Config
-	switch *profile {
-	case "lan":
-		cfg = swim.DefaultLANConfig()
-	case "wan":
-		cfg = swim.DefaultWANConfig()
-	case "local":
-		cfg = swim.DefaultLocalConfig()
-	default:
-		return fmt.Errorf("-profile %q: want lan, wan or local", *profile)
+	cfg, err := swim.DefaultConfig(*profile)
+	if err != nil {
+		return fmt.Errorf("-profile: %w", err)
 	}
 	cfg.Name = *name
 	cfg.BindAddr = *bind

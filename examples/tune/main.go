@@ -242,7 +242,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	case o.parallel < 1:
 		return fail("-parallel must be at least 1, is %d", o.parallel)
 	}
-	if profileConfig(o.profile) == nil {
+	if _, err := swim.DefaultConfig(o.profile); err != nil {
 		return fail("-profile must be lan, wan or local, is %q", o.profile)
 	}
 	// The window holds at least one slot: a crash, the time for the
@@ -301,26 +301,19 @@ func parseFloats(s string) ([]float64, error) {
 	return out, nil
 }
 
-// profileConfig returns the named profile's defaults, nil for an unknown
-// name.
-func profileConfig(name string) *swim.Config {
-	switch name {
-	case "lan":
-		return swim.DefaultLANConfig()
-	case "wan":
-		return swim.DefaultWANConfig()
-	case "local":
-		return swim.DefaultLocalConfig()
-	}
-	return nil
-}
-
 // profileFunc is the constructor the Config lines start from.
 func profileFunc(name string) string {
 	return map[string]string{"lan": "DefaultLANConfig", "wan": "DefaultWANConfig", "local": "DefaultLocalConfig"}[name]
 }
 
-func (o *options) base() *swim.Config { return profileConfig(o.profile) }
+// base is the profile's defaults; parseFlags checked the name.
+func (o *options) base() *swim.Config {
+	c, err := swim.DefaultConfig(o.profile)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
 
 // setting is one point of the grid.
 type setting struct {
