@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race lint bench fuzz demo detect compare chaos
+.PHONY: test race lint bench fuzz demo detect compare chaos scale
 
 # test: formatting, vet, and every test under the race detector.
 test: lint
@@ -32,6 +32,14 @@ DETECT_SEEDS ?= 50
 DETECT_SIZES ?= 64,1000
 detect:
 	$(GO) test -count=1 -timeout 2h -parallel 1 -run '^TestDetectionLatency$$' -v ./internal/sim -detect.seeds $(DETECT_SEEDS) -detect.sizes $(DETECT_SIZES)
+
+# scale: 10,000 simulated members (LAN defaults, converged start, one crash
+# a minute) for 10 virtual minutes; prints the virtual/wall ratio,
+# members x virtual seconds per wall second and memory per member. About
+# 10 minutes and 3 GiB. Flags: make scale SCALE_FLAGS='-n 2000 -duration 1m'.
+SCALE_FLAGS ?= -n 10000 -duration 10m
+scale:
+	$(GO) run ./internal/scale $(SCALE_FLAGS)
 
 # chaos: the chaos suite (internal/chaos): 32 agent processes in a private
 # network namespace, faults injected by the kernel (nftables loss, one-way
