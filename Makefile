@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race lint bench fuzz demo detect compare chaos scale
+.PHONY: test race lint bench fuzz demo detect compare chaos scale chaos-clean
 
 # test: formatting, vet, and every test under the race detector.
 test: lint
@@ -46,9 +46,18 @@ scale:
 # links, isolation; SIGKILL, SIGSTOP/SIGCONT, starvation). Linux and root
 # only (it skips elsewhere); installs nftables/iproute2 if missing; about
 # 5 minutes. Extra flags: make chaos CHAOS_FLAGS='-chaos.fault 120s'.
+# The clean-up (internal/chaos/clean.sh) runs after it, pass or fail: the
+# suite cleans up after itself, but not when its process is killed (a go
+# test -timeout, a signal). `make chaos-clean` runs it alone.
 CHAOS_FLAGS ?=
 chaos:
-	SWIM_CHAOS=1 $(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./internal/chaos $(CHAOS_FLAGS)
+	@status=0; \
+	  SWIM_CHAOS=1 $(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./internal/chaos $(CHAOS_FLAGS) || status=$$?; \
+	  sh internal/chaos/clean.sh || status=$$((status ? status : 1)); \
+	  exit $$status
+
+chaos-clean:
+	sh internal/chaos/clean.sh
 
 # compare: swim and hashicorp/memberlist v0.7.0 side by side at N = 64, 256
 # and 1,024 in one process, plus a search for the largest N each keeps

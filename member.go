@@ -139,7 +139,7 @@ type Memberlist struct {
 	calls         chan apiCall        // API calls, run by the loop against the machine
 	streamResults chan streamResult   // outbound exchanges, back from their goroutines
 	inbound       chan inboundRequest // inbound exchanges, waiting for the machine's reply
-	events        chan Event          // queue of the dispatcher, EventBuffer long; nil without Config.Events
+	events        *eventQueue         // the dispatcher's queue, at most EventBuffer long; nil without Config.Events
 
 	// Slots for the TCP exchanges in flight, MaxConcurrentStreams in each
 	// direction: a flood of inbound exchanges cannot starve this member's
@@ -220,6 +220,7 @@ func New(cfg *Config) (*Memberlist, error) {
 			AdvertiseAddr:        c.AdvertiseAddr,
 			AdvertisePort:        c.AdvertisePort,
 			MaxConcurrentStreams: c.MaxConcurrentStreams,
+			MaxPacketSize:        c.PacketBudget,
 			Logger:               logger,
 		})
 		if err != nil {
@@ -257,7 +258,7 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 	ml.publish()
 	if c.Events != nil {
-		ml.events = make(chan Event, c.EventBuffer)
+		ml.events = newEventQueue()
 		ml.dispatcherDone = make(chan struct{})
 		go ml.dispatch(c.Events)
 	}

@@ -56,10 +56,20 @@ type NetTransportConfig struct {
 	// AdvertisePort is the port peers use to reach this member; 0 means the
 	// bound port.
 	AdvertisePort int
-	// PacketBuffer is the capacity of the Packets channel. A packet that
-	// arrives while it is full is dropped and counted (PacketsDropped):
-	// the reader never waits for a slow consumer. Default 1024.
+	// PacketBuffer is the most received packets waiting for the consumer.
+	// A packet that arrives while that many wait is dropped and counted
+	// (PacketsDropped): the reader never waits for a slow consumer. The
+	// first 64 wait in the Packets channel, the rest in a queue that grows
+	// on demand and shrinks as it drains, so memory follows the backlog,
+	// not this bound. Default 1024.
 	PacketBuffer int
+	// MaxPacketSize is the largest datagram expected; the UDP read buffer
+	// is sized for it. A larger datagram is dropped and counted
+	// (PacketsTooLarge), and the buffer grows to the UDP maximum, so after
+	// that first loss none is dropped for its size. Memberlist passes
+	// Config.PacketBudget, which is right when every member has the same.
+	// 0 means 1400 (the default PacketBudget); at most 65535.
+	MaxPacketSize int
 	// MaxConcurrentStreams is the capacity of the Streams channel: the most
 	// accepted streams waiting for the consumer. A stream accepted while it
 	// is full is closed at once and counted (StreamsRefused). The transport
@@ -76,9 +86,13 @@ type NetTransportStats struct {
 	// PacketsReceived counts packets read off the socket, dropped ones
 	// included.
 	PacketsReceived uint64
-	// PacketsDropped counts received packets discarded because the Packets
-	// channel was full.
+	// PacketsDropped counts received packets discarded because
+	// PacketBuffer packets were already waiting for the consumer.
 	PacketsDropped uint64
+	// PacketsTooLarge counts received datagrams discarded because they
+	// were larger than MaxPacketSize while the read buffer was still sized
+	// for it (see MaxPacketSize).
+	PacketsTooLarge uint64
 	// PacketsSent counts packets WriteTo handed to the socket.
 	PacketsSent uint64
 	// SendErrors counts WriteTo calls that failed.
@@ -99,9 +113,18 @@ type NetTransportStats struct {
 const (
 	defaultPacketBuffer         = 1024
 	defaultMaxConcurrentStreams = 32
+	defaultMaxPacketSize        = 1400 // DefaultLANConfig's PacketBudget
 
-	// udpReadBufferSize holds the largest datagram UDP can carry, so no
-	// packet is silently truncated.
+	// packetChannelCap is the most packets waiting in the Packets channel
+	// itself; a backlog beyond it waits in the transport's growable
+	// overflow queue. A channel allocates its whole capacity up front (80
+	// bytes a packet), so it is kept small, but no smaller than the loop's
+	// batch (maxPacketBatch): when its deadline timer fires the loop takes
+	// up to that many waiting packets at once without blocking, so that an
+	// ack which arrived during a stall counts before the probe's deadline.
+	packetChannelCap = 64
+	// udpReadBufferSize holds the largest datagram UDP can carry: the read
+	// buffer's size once a datagram over MaxPacketSize has been seen.
 	udpReadBufferSize = 65535
 	// socketReceiveBuffer is asked of the kernel so that bursts of gossip
 	// survive a briefly descheduled reader; the kernel may grant less.
@@ -122,7 +145,8 @@ const (
 
 // NetTransport is the Transport over real sockets: UDP for packets and TCP
 // for streams, on one port. It starts two goroutines, a UDP reader and a TCP
-// acceptor, both of which end in Close.
+// acceptor, and a third while received packets back up beyond what the
+// Packets channel holds; all of them end in Close.
 type NetTransport struct {
 	udp       *net.UDPConn
 	tcp       *net.TCPListener
@@ -131,6 +155,20 @@ type NetTransport struct {
 
 	packets chan IncomingPacket
 	streams chan net.Conn
+
+	// readSize is the UDP read buffer's initial size: MaxPacketSize plus one
+	// byte, so that a read filling it reveals a larger datagram cut short.
+	readSize int
+
+	// The overflow queue: received packets that found the Packets channel
+	// full, oldest first. While it is not empty the reader appends to it
+	// instead of sending to the channel (order is kept), and a pump
+	// goroutine, started for the backlog and ended when it is gone, moves
+	// its packets into the channel as room appears.
+	mu          sync.Mutex
+	overflow    fifo[IncomingPacket] // guarded by mu
+	overflowMax int                  // PacketBuffer less the channel's capacity
+	pumping     bool                 // guarded by mu: a pump goroutine runs
 
 	// lifetime is cancelled by Close: it tells the goroutines that a socket
 	// error means shutdown, interrupts their error pauses and cancels dials
@@ -144,6 +182,7 @@ type NetTransport struct {
 
 	packetsReceived atomic.Uint64
 	packetsDropped  atomic.Uint64
+	packetsTooLarge atomic.Uint64
 	packetsSent     atomic.Uint64
 	sendErrors      atomic.Uint64
 	readErrors      atomic.Uint64
@@ -191,6 +230,8 @@ func NewNetTransport(cfg *NetTransportConfig) (*NetTransport, error) {
 		return nil, bad("AdvertisePort", fmt.Sprintf("%d is not a port", c.AdvertisePort))
 	case c.PacketBuffer < 0:
 		return nil, bad("PacketBuffer", "must not be negative")
+	case c.MaxPacketSize < 0 || c.MaxPacketSize > udpReadBufferSize:
+		return nil, bad("MaxPacketSize", fmt.Sprintf("must be 0..%d, is %d", udpReadBufferSize, c.MaxPacketSize))
 	case c.MaxConcurrentStreams < 0:
 		return nil, bad("MaxConcurrentStreams", "must not be negative")
 	}
@@ -199,6 +240,9 @@ func NewNetTransport(cfg *NetTransportConfig) (*NetTransport, error) {
 	}
 	if c.MaxConcurrentStreams == 0 {
 		c.MaxConcurrentStreams = defaultMaxConcurrentStreams
+	}
+	if c.MaxPacketSize == 0 {
+		c.MaxPacketSize = defaultMaxPacketSize
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -227,9 +271,11 @@ func NewNetTransport(cfg *NetTransportConfig) (*NetTransport, error) {
 		tcp:       tcp,
 		advertise: netip.AddrPortFrom(advertiseIP, advertisePort),
 		log:       c.Logger.Named("transport"),
-		packets:   make(chan IncomingPacket, c.PacketBuffer),
+		packets:   make(chan IncomingPacket, min(c.PacketBuffer, packetChannelCap)),
 		streams:   make(chan net.Conn, c.MaxConcurrentStreams),
+		readSize:  min(c.MaxPacketSize+1, udpReadBufferSize),
 	}
+	t.overflowMax = c.PacketBuffer - cap(t.packets)
 	t.lifetime, t.stop = context.WithCancel(context.Background())
 	t.wg.Add(2)
 	go t.readPackets()
@@ -326,11 +372,14 @@ func localAddrOfFamily(v4 bool) netip.Addr {
 	return loopback
 }
 
-// readPackets copies each datagram off the UDP socket onto the Packets
-// channel until Close.
+// readPackets copies each datagram off the UDP socket and hands it to the
+// consumer until Close.
 func (t *NetTransport) readPackets() {
 	defer t.wg.Done()
-	buf := make([]byte, udpReadBufferSize)
+	// Sized for the packets this cluster sends (1.4 KiB by default) rather
+	// than for the largest datagram UDP allows: a 64 KiB array here cost
+	// every member 128 KiB of goroutine stack.
+	buf := make([]byte, t.readSize)
 	pause := minErrorPause
 	for {
 		n, from, err := t.udp.ReadFromUDPAddrPort(buf)
@@ -347,15 +396,79 @@ func (t *NetTransport) readPackets() {
 		}
 		pause = minErrorPause
 		at := time.Now()
+		t.packetsReceived.Add(1)
+		if n == len(buf) && len(buf) < udpReadBufferSize {
+			// The datagram filled the buffer, which is one byte larger
+			// than MaxPacketSize: it was larger still and the kernel cut
+			// it. A truncated packet is garbage; drop it, and make room
+			// for the next, since this peer evidently sends such packets.
+			t.packetsTooLarge.Add(1)
+			t.log.Info("datagram over MaxPacketSize dropped; read buffer grown to the UDP maximum",
+				zap.Stringer("from", unmapAddrPort(from)), zap.Int("max_packet_size", len(buf)-1))
+			buf = make([]byte, udpReadBufferSize)
+			continue
+		}
 		// buf is reused for the next read: the consumer gets its own copy.
 		data := make([]byte, n)
 		copy(data, buf[:n])
-		t.packetsReceived.Add(1)
+		t.deliver(IncomingPacket{From: unmapAddrPort(from), Data: data, At: at})
+	}
+}
+
+// deliver hands p to the consumer without waiting: into the Packets
+// channel, or when that is full (or a backlog is already queued, which p
+// must not overtake) into the overflow queue, or when PacketBuffer packets
+// already wait, nowhere (dropped and counted).
+func (t *NetTransport) deliver(p IncomingPacket) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.overflow.len() == 0 {
 		select {
-		case t.packets <- IncomingPacket{From: unmapAddrPort(from), Data: data, At: at}:
+		case t.packets <- p:
+			return
 		default:
-			t.packetsDropped.Add(1)
 		}
+	}
+	if t.overflow.len() >= t.overflowMax {
+		t.packetsDropped.Add(1)
+		return
+	}
+	t.overflow.push(p)
+	if !t.pumping {
+		t.pumping = true
+		// The reader is itself counted in wg, so this Add cannot race
+		// with Close's Wait reaching zero.
+		t.wg.Add(1)
+		go t.pump()
+	}
+}
+
+// pump moves the overflow queue into the Packets channel, oldest first,
+// waiting for room, and ends once the queue is empty (the reader then sends
+// to the channel directly again) or at Close. It runs only while there is a
+// backlog, so an idle transport has no goroutine for it.
+func (t *NetTransport) pump() {
+	defer t.wg.Done()
+	for {
+		t.mu.Lock()
+		p, ok := t.overflow.peek()
+		if !ok {
+			t.pumping = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		// p stays at the head while it is being sent, so packets the
+		// reader receives meanwhile queue behind it, not into the channel
+		// ahead of it. Only the pump removes from the queue.
+		select {
+		case t.packets <- p:
+		case <-t.lifetime.Done():
+			return
+		}
+		t.mu.Lock()
+		t.overflow.pop()
+		t.mu.Unlock()
 	}
 }
 
@@ -495,6 +608,7 @@ func (t *NetTransport) Stats() NetTransportStats {
 	return NetTransportStats{
 		PacketsReceived: t.packetsReceived.Load(),
 		PacketsDropped:  t.packetsDropped.Load(),
+		PacketsTooLarge: t.packetsTooLarge.Load(),
 		PacketsSent:     t.packetsSent.Load(),
 		SendErrors:      t.sendErrors.Load(),
 		ReadErrors:      t.readErrors.Load(),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -342,6 +343,8 @@ func TestNetTransportInvalidConfig(t *testing.T) {
 		{"bind port too large", NetTransportConfig{BindAddr: "127.0.0.1", BindPort: 65536}, "BindPort"},
 		{"advertise port negative", NetTransportConfig{BindAddr: "127.0.0.1", AdvertisePort: -1}, "AdvertisePort"},
 		{"packet buffer negative", NetTransportConfig{BindAddr: "127.0.0.1", PacketBuffer: -1}, "PacketBuffer"},
+		{"max packet size negative", NetTransportConfig{BindAddr: "127.0.0.1", MaxPacketSize: -1}, "MaxPacketSize"},
+		{"max packet size over UDP's", NetTransportConfig{BindAddr: "127.0.0.1", MaxPacketSize: 65536}, "MaxPacketSize"},
 		{"stream limit negative", NetTransportConfig{BindAddr: "127.0.0.1", MaxConcurrentStreams: -1}, "MaxConcurrentStreams"},
 	}
 	for _, tt := range tests {
@@ -399,4 +402,139 @@ func TestNetTransportFullStreamChannelRefuses(t *testing.T) {
 	// The queued stream is still the first one, intact.
 	in := acceptTestStream(t, b)
 	require.Equal(t, first.LocalAddr().String(), in.RemoteAddr().String())
+}
+
+// sendCounted sends each payload from a to b, waiting after each until b has
+// read it off its socket, so that the kernel's socket buffer never fills
+// and every loss the test sees is the transport's.
+func sendCounted(t *testing.T, a, b *NetTransport, payloads ...[]byte) {
+	t.Helper()
+	for _, p := range payloads {
+		want := b.Stats().PacketsReceived + 1
+		require.NoError(t, a.WriteTo(p, b.LocalAddr()))
+		require.Eventually(t, func() bool { return b.Stats().PacketsReceived == want },
+			transportTestWait, 100*time.Microsecond, "packet %x not read", p)
+	}
+}
+
+// numbered returns n two-byte payloads, 0 to n-1.
+func numbered(n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte{byte(i >> 8), byte(i)}
+	}
+	return out
+}
+
+func TestNetTransportBacklogBeyondChannelKeepsOrder(t *testing.T) {
+	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	b := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	require.Equal(t, packetChannelCap, cap(b.Packets()), "the channel is small; the backlog grows on demand")
+
+	// Nobody reads while five channels' worth arrive: none may be dropped,
+	// and they must come out in the order they arrived.
+	const sent = 5 * packetChannelCap
+	sendCounted(t, a, b, numbered(sent)...)
+	for i, want := range numbered(sent) {
+		require.Equal(t, want, receiveTestPacket(t, b).Data, "packet %d", i)
+	}
+	require.Zero(t, b.Stats().PacketsDropped)
+
+	// With the backlog gone the pump ends, and packets go straight to the
+	// channel again.
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return !b.pumping && b.overflow.len() == 0
+	}, transportTestWait, time.Millisecond, "the pump did not end with the backlog")
+	sendCounted(t, a, b, []byte("after"))
+	require.Equal(t, "after", string(receiveTestPacket(t, b).Data))
+}
+
+func TestNetTransportBacklogBoundedByPacketBuffer(t *testing.T) {
+	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	const buffer = packetChannelCap + 6
+	b := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1", PacketBuffer: buffer})
+
+	const sent = buffer + 10
+	sendCounted(t, a, b, numbered(sent)...)
+	require.Equal(t, uint64(sent-buffer), b.Stats().PacketsDropped)
+	// The first PacketBuffer packets wait, in order; the latecomers were
+	// the ones dropped.
+	for i, want := range numbered(buffer) {
+		require.Equal(t, want, receiveTestPacket(t, b).Data, "packet %d", i)
+	}
+	select {
+	case p := <-b.Packets():
+		t.Fatalf("packet %x beyond PacketBuffer was kept", p.Data)
+	default:
+	}
+}
+
+func TestNetTransportGrowsReadBufferForLargeDatagrams(t *testing.T) {
+	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	const maxSize = 600
+	b := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1", MaxPacketSize: maxSize})
+	payload := func(n int, fill byte) []byte {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = fill + byte(i)
+		}
+		return p
+	}
+
+	// Up to MaxPacketSize fits the buffer.
+	fits := payload(maxSize, 1)
+	sendCounted(t, a, b, fits)
+	require.Equal(t, fits, receiveTestPacket(t, b).Data)
+
+	// One byte more would arrive truncated: it is dropped, not delivered
+	// cut short, and counted.
+	sendCounted(t, a, b, payload(maxSize+1, 2))
+	require.Equal(t, uint64(1), b.Stats().PacketsTooLarge)
+	select {
+	case p := <-b.Packets():
+		t.Fatalf("an oversized datagram was delivered (%d bytes)", len(p.Data))
+	default:
+	}
+
+	// The buffer has grown: large datagrams now arrive whole.
+	for _, p := range [][]byte{payload(maxSize+1, 3), payload(60000, 4)} {
+		sendCounted(t, a, b, p)
+		require.Equal(t, p, receiveTestPacket(t, b).Data)
+	}
+	require.Equal(t, uint64(1), b.Stats().PacketsTooLarge)
+	require.Zero(t, b.Stats().PacketsDropped)
+}
+
+// TestNetTransportSmallAtRest guards what an idle transport costs, which
+// every member pays: it used to allocate its whole 1,024-packet channel up
+// front (80 KiB) and to keep a 64 KiB read buffer on the reader's stack
+// (128 KiB of stack).
+func TestNetTransportSmallAtRest(t *testing.T) {
+	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	// One packet, so that the reader has been through a read with its
+	// buffer and its stack is as deep as it gets.
+	sendCounted(t, a, b, []byte("ping"))
+	require.Equal(t, "ping", string(receiveTestPacket(t, b).Data))
+	runtime.ReadMemStats(&after)
+
+	allocated := after.TotalAlloc - before.TotalAlloc
+	stack := int64(after.StackInuse) - int64(before.StackInuse)
+	t.Logf("a transport allocated %d bytes; stacks grew by %d bytes", allocated, stack)
+	require.Less(t, allocated, uint64(32<<10), "an idle transport's heap")
+	require.Less(t, stack, int64(64<<10), "an idle transport's goroutine stacks")
+}
+
+func TestMemberlistSizesReadBufferForPacketBudget(t *testing.T) {
+	cfg := testConfig("jumbo")
+	cfg.PacketBudget = 9000
+	m := startMember(t, cfg)
+	nt, ok := m.transport.(*NetTransport)
+	require.True(t, ok)
+	require.Equal(t, cfg.PacketBudget+1, nt.readSize, "the read buffer fits the largest packet the config sends, and one byte to tell a larger one")
 }

@@ -14,8 +14,9 @@
 //     of its own (setpriv) so that nftables can tell whose socket a packet
 //     comes from, and records every event line in an EventLog.
 //   - Faults are nftables rules in one table of the namespace (random UDP or
-//     TCP loss, one-way link failures, isolation of a member, each with a
-//     counter of the packets it dropped) and signals: SIGKILL for crashes,
+//     TCP loss, one-way link failures, deafness: loss of what is sent to one
+//     member, isolation of a member; each with a counter of the packets it
+//     dropped) and signals: SIGKILL for crashes,
 //     SIGSTOP and SIGCONT for pauses, and a Starver that lets members run
 //     only a slice of every period, as a scheduler starving them of CPU.
 //

@@ -65,6 +65,20 @@ func OneWay(a, b *Agent) []Rule {
 	}
 }
 
+// Deaf drops pct% of the packets sent to a, at random, UDP and TCP, while
+// every packet a sends arrives: datagrams to its port, segments to its port
+// on connections others opened, and segments coming back to it on
+// connections it opened (ct direction reply).
+func Deaf(a *Agent, pct int) []Rule {
+	name := "deaf " + a.Name
+	loss := fmt.Sprintf("numgen random mod 100 < %d", pct)
+	return []Rule{
+		{name, fmt.Sprintf("udp dport %d %s", a.Port, loss)},
+		{name, fmt.Sprintf("tcp dport %d %s", a.Port, loss)},
+		{name, fmt.Sprintf("ct mark %d ct direction reply %s", a.UID, loss)},
+	}
+}
+
 // Isolate drops every packet to or from a: on its port, UDP and TCP, and on
 // the connections it opened.
 func Isolate(a *Agent) []Rule {

@@ -306,8 +306,8 @@ func printNotes(w io.Writer, rep *report, matched bool) {
 		" memberlist's first periodic exchange comes a whole interval after a random stagger (60-90 s after start at 64 members," +
 		" 180-210 s at 1,024), swim's own 30-90 s after its two post-join exchanges (2-12 s after joining, before the window)," +
 		" so the window shows the probe and gossip regime of both; the TCP row shows what streams did send.")
-	add("swim's heap includes its event queue (Config.Events is set to watch for deaths): EventBuffer %d × %d B = %.0f KiB per member, allocated up front;"+
-		" memberlist calls its EventDelegate synchronously and queues nothing.", swimEventBuffer(), swimEventSize(), float64(swimEventBuffer()*swimEventSize())/1024)
+	add("swim's heap includes its event queue (Config.Events is set to watch for deaths): it grows with the backlog, up to EventBuffer %d events of %d B,"+
+		" and holds 8 slots (%d B) at rest; memberlist calls its EventDelegate synchronously and queues nothing.", swimEventBuffer(), swimEventSize(), 8*swimEventSize())
 	add("crash: 1%% of the members (at least one, never the seed) are shut down at once without leaving (their ports then refuse, as after a process crash);" +
 		" per crashed member, the time until the last survivor reported it gone; p50 and max over the batch.")
 	add("false deaths: (observer, member) reports of a running member as gone, with the distinct members in parentheses.")

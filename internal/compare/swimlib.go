@@ -171,7 +171,7 @@ func (t *swimTransport) Close() error {
 	return t.err
 }
 
-// swimEventBuffer and swimEventSize size the event queue swim allocates
-// when Config.Events is set, for the notes under the table.
+// swimEventBuffer and swimEventSize size the event queue swim keeps when
+// Config.Events is set, for the notes under the table.
 func swimEventBuffer() int { return swim.DefaultLANConfig().EventBuffer }
 func swimEventSize() int   { return int(unsafe.Sizeof(swim.Event{})) }

@@ -1,0 +1,82 @@
+package swim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+)
+
+// TestEventQueueBoundOrderAndMemory drives the loop's side (queueEvent) and
+// the dispatcher directly: EventBuffer events wait while the handler is
+// busy, later ones are dropped and counted, the waiting ones arrive in
+// order, and the queue's memory follows the backlog, not EventBuffer.
+func TestEventQueueBoundOrderAndMemory(t *testing.T) {
+	const buffer = 100
+	ml := &Memberlist{
+		cfg:            Config{EventBuffer: buffer},
+		logger:         zap.NewNop(),
+		events:         newEventQueue(),
+		stop:           make(chan struct{}),
+		dispatcherDone: make(chan struct{}),
+	}
+	require.Nil(t, ml.events.queue.buf, "nothing is allocated before the first event")
+
+	busy := make(chan struct{})
+	release := make(chan struct{})
+	got := make(chan uint64, 2*buffer)
+	go ml.dispatch(EventFunc(func(e Event) {
+		if e.Member.Incarnation == 0 {
+			close(busy)
+			<-release
+		}
+		got <- e.Member.Incarnation
+	}))
+	defer func() {
+		close(ml.stop)
+		<-ml.dispatcherDone
+	}()
+	event := func(i int) Event { return Event{Kind: EventJoin, Member: Member{Name: "m", Incarnation: uint64(i)}} }
+
+	ml.queueEvent(event(0))
+	select {
+	case <-busy:
+	case <-time.After(transportTestWait):
+		t.Fatal("the dispatcher did not deliver the first event")
+	}
+	// The handler is busy with event 0: 1..buffer wait, the rest drop.
+	const queued = buffer + 50
+	for i := 1; i <= queued; i++ {
+		ml.queueEvent(event(i))
+	}
+	require.Equal(t, uint64(queued-buffer), ml.eventsDropped.Load())
+	require.True(t, ml.dropping)
+	ml.events.mu.Lock()
+	require.Equal(t, buffer, ml.events.queue.len())
+	require.Less(t, len(ml.events.queue.buf), 2*buffer, "the queue grows by doubling to the backlog")
+	ml.events.mu.Unlock()
+
+	close(release)
+	for want := range uint64(buffer + 1) {
+		select {
+		case i := <-got:
+			require.Equal(t, want, i)
+		case <-time.After(transportTestWait):
+			t.Fatalf("event %d not delivered", want)
+		}
+	}
+	ml.events.mu.Lock()
+	require.LessOrEqual(t, len(ml.events.queue.buf), fifoMinCap, "drained, the queue gives its memory back")
+	ml.events.mu.Unlock()
+
+	// A queued event after the overflow ends the dropping streak.
+	ml.queueEvent(event(queued + 1))
+	require.False(t, ml.dropping)
+	select {
+	case i := <-got:
+		require.Equal(t, uint64(queued+1), i)
+	case <-time.After(transportTestWait):
+		t.Fatal("event after the overflow not delivered")
+	}
+}
