@@ -225,13 +225,7 @@ func (ml *Memberlist) leaveWaiter() chan struct{} {
 // table. It runs on the loop goroutine (or in New, before the loop starts).
 func (ml *Memberlist) publish() {
 	m := ml.machine
-	all := m.Members()
-	live := make([]Member, 0, len(all))
-	for _, mb := range all {
-		if mb.State == StateAlive || mb.State == StateSuspect {
-			live = append(live, mb)
-		}
-	}
+	live := m.appendLive(make([]Member, 0, m.NumMembers()))
 	ml.version = m.Version()
 	ml.snap.Store(&snapshot{members: live, local: m.LocalMember()})
 }

@@ -112,9 +112,10 @@ type machineState struct {
 	// (even once it has left): the order of aligned probing, and the pool
 	// of random choices.
 	ring       ringList
-	selfPos    int    // this member's index in ring, cached
-	selfPosAt  uint64 // ring.mods+1 when selfPos was computed; 0: never
-	probeRound int64  // the aligned round of the next probe
+	byName     *ringList // the live members by name, once appendLive was called (table.go)
+	selfPos    int       // this member's index in ring, cached
+	selfPosAt  uint64    // ring.mods+1 when selfPos was computed; 0: never
+	probeRound int64     // the aligned round of the next probe
 	probeOrder []uint32
 	probeNext  int
 	nextProbe  time.Time

@@ -144,9 +144,19 @@ func ringKeyOf(name string) uint64 {
 
 func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys, names: m.reg.names} }
 
-func (m *Machine) ringInsert(s *memberState) { m.ring.insert(m.ringOrder(), s.id) }
+func (m *Machine) ringInsert(s *memberState) {
+	m.ring.insert(m.ringOrder(), s.id)
+	if m.byName != nil {
+		m.byName.insert(m.nameOrder(), s.id)
+	}
+}
 
-func (m *Machine) ringRemove(s *memberState) { m.ring.remove(m.ringOrder(), s.id) }
+func (m *Machine) ringRemove(s *memberState) {
+	m.ring.remove(m.ringOrder(), s.id)
+	if m.byName != nil {
+		m.byName.remove(m.nameOrder(), s.id)
+	}
+}
 
 // roundOf numbers the probe rounds from the clock.
 func (m *Machine) roundOf(now time.Time) int64 {

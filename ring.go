@@ -6,7 +6,8 @@ import (
 )
 
 // ringList is the probe ring: the live members' name ids in ring order (by
-// ring key, then name). A plain sorted slice costs O(N) per insert, and a
+// ring key, then name). The same structure, ordered by name, is the name
+// index of the live members (table.go). A plain sorted slice costs O(N) per insert, and a
 // member learns of N members as a cluster forms, so building the view of a
 // 10,000-member cluster would move 200 MB per member; here the ids are kept
 // in blocks of at most ringBlockMax, so an insert or removal moves at most
@@ -20,18 +21,21 @@ type ringList struct {
 
 const ringBlockMax = 512
 
-// ringOrder compares two name ids in ring order.
+// ringOrder compares two name ids in ring order (by key, then name), or by
+// name alone when keys is nil (the name index, table.go).
 type ringOrder struct {
 	keys  []uint64
 	names []string
 }
 
 func (o ringOrder) cmp(a, b uint32) int {
-	switch ka, kb := o.keys[a], o.keys[b]; {
-	case ka < kb:
-		return -1
-	case ka > kb:
-		return 1
+	if o.keys != nil {
+		switch ka, kb := o.keys[a], o.keys[b]; {
+		case ka < kb:
+			return -1
+		case ka > kb:
+			return 1
+		}
 	}
 	return strings.Compare(o.names[a], o.names[b])
 }

@@ -303,6 +303,31 @@ func (m *Machine) byAddr(addr netip.AddrPort) *memberState {
 	return s
 }
 
+func (m *Machine) nameOrder() ringOrder { return ringOrder{names: m.reg.names} }
+
+// appendLive appends the live members, this one included, to dst in name
+// order, for the runtime's snapshot: rebuilt after every change of the
+// table, sorting and copying the whole table each time was 35% of the CPU
+// of a 1,024-member boot. The name index it walks is built on the first
+// call and kept from then on (a simulator, which never calls it, does not
+// pay for it). Meta aliases the Registry's bytes, which are never written:
+// the caller copies them before handing them out.
+func (m *Machine) appendLive(dst []Member) []Member {
+	if m.byName == nil {
+		m.byName = &ringList{}
+		o := m.nameOrder()
+		m.ring.each(func(id uint32) { m.byName.insert(o, id) })
+	}
+	m.byName.each(func(id uint32) {
+		s := m.entry(id)
+		if !s.live() {
+			return // this member, after it left
+		}
+		dst = append(dst, Member{Name: m.nameOf(s), Addr: m.addrOf(s), Meta: m.metaOf(s), State: s.state(), Incarnation: s.inc()})
+	})
+	return dst
+}
+
 // export copies an entry out as a Member.
 func (m *Machine) export(s *memberState) Member {
 	return Member{

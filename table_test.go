@@ -193,3 +193,30 @@ func BenchmarkBroadcastTake(b *testing.B) {
 		out, _ = q.take(out[:0], 1400, 12)
 	}
 }
+
+// appendLive lists the live members in name order, this one included until
+// it leaves, and follows the table as it changes.
+func TestAppendLiveFollowsTheTable(t *testing.T) {
+	h := newMT(t, mtConfig())
+	h.joinPeers(5, 1)
+	names := func() []string {
+		var out []string
+		for _, mb := range h.m.appendLive(nil) {
+			out = append(out, mb.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{mtPeer(1), mtPeer(2), mtPeer(3), mtPeer(4), mtPeer(5), mtSelf}, names())
+	h.feed(mtStranger, &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: "x"})
+	h.feed(mtStranger, mtAlive(9, 1))
+	require.Equal(t, []string{mtPeer(1), mtPeer(2), mtPeer(4), mtPeer(5), mtPeer(9), mtSelf}, names())
+	var want []string
+	for _, mb := range h.m.Members() {
+		if mb.State == StateAlive || mb.State == StateSuspect {
+			want = append(want, mb.Name)
+		}
+	}
+	require.Equal(t, want, names(), "the same as Members without the dead")
+	require.NoError(t, h.m.Leave(h.now))
+	require.NotContains(t, names(), mtSelf)
+}
