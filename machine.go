@@ -98,7 +98,6 @@ type machineState struct {
 	// the member table (table.go)
 	reg            *Registry
 	table          []*chunk // entries by name id
-	known          int      // entries in the table, this member's included
 	epoch          time.Time
 	nextHeardSweep time.Time
 	// dead holds members declared dead or left that are still in the table,
@@ -257,7 +256,7 @@ func (m *Machine) Member(name string) (Member, bool) {
 // Members returns every member in the table, this one included, dead and
 // left ones not yet forgotten included, sorted by name.
 func (m *Machine) Members() []Member {
-	out := make([]Member, 0, m.known)
+	out := make([]Member, 0, m.tableSize())
 	m.ring.each(func(id uint32) { out = append(out, m.export(m.entry(id))) })
 	for _, d := range m.dead {
 		out = append(out, m.export(m.entry(d.id)))

@@ -99,7 +99,7 @@ func (m *Machine) startStream(to netip.AddrPort, kind streamKind, data []byte, t
 // encodeState encodes this member's whole view for a push-pull, straight
 // from the table.
 func (m *Machine) encodeState(join bool) []byte {
-	w := wire.NewPushPullWriter(nil, m.selfName, join, 1+m.numOthers()+len(m.dead))
+	w := wire.NewPushPullWriter(nil, m.selfName, join, m.tableSize())
 	add := func(s *memberState) {
 		w.Add(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s))
 	}

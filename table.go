@@ -263,7 +263,6 @@ func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, st Sta
 	s.setInc(inc)
 	// Never heard from: as long ago as the sweep allows.
 	s.heard = m.ms(now) - uint32(heardFloor/time.Millisecond)
-	m.known++
 	return s
 }
 
@@ -272,8 +271,11 @@ func (m *Machine) removeEntry(s *memberState) {
 	m.reg.releaseVersion(s.version())
 	m.reg.releaseName(s.id)
 	*s = memberState{}
-	m.known--
 }
+
+// tableSize counts the entries: the ring (this member always in it) and
+// the dead not yet forgotten.
+func (m *Machine) tableSize() int { return m.ring.len() + len(m.dead) }
 
 // setIdentity moves the entry to the version at (addr, meta).
 func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte) {
