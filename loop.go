@@ -98,11 +98,15 @@ func (ml *Memberlist) run() {
 			}
 
 		case req := <-ml.inbound:
+			ml.tableMu.Lock()
 			reply, err := m.HandleStream(time.Now(), req.from, req.data)
-			req.reply <- inboundReply{data: reply, err: err}
+			ml.tableMu.Unlock()
+			req.reply <- inboundReply{data: reply, err: err} // buffered
 
 		case call := <-ml.calls:
+			ml.tableMu.Lock()
 			call.f(time.Now())
+			ml.tableMu.Unlock()
 			finished = call.done
 
 		case conn, ok := <-streams:
@@ -135,12 +139,13 @@ func (ml *Memberlist) run() {
 
 		now := time.Now()
 		if d := m.NextDeadline(); !d.IsZero() && !now.Before(d) {
+			ml.tableMu.Lock()
 			m.Tick(now)
+			ml.tableMu.Unlock()
 		}
 		ml.flush()
 		if finished != nil {
-			// Only now: the caller then sees its change in the snapshot
-			// (LocalMember right after UpdateMeta shows the new metadata).
+			// Only now: the call's packets and events are on their way.
 			close(finished)
 		}
 	}
@@ -156,7 +161,10 @@ type apiCall struct {
 // what it drops (Stats.PacketsDropped); the reason is only worth a debug line
 // since anyone can send garbage to a UDP port.
 func (ml *Memberlist) handlePacket(p IncomingPacket) {
-	if err := ml.machine.HandlePacket(time.Now(), p.From, p.Data); err != nil {
+	ml.tableMu.Lock()
+	err := ml.machine.HandlePacket(time.Now(), p.From, p.Data)
+	ml.tableMu.Unlock()
+	if err != nil {
 		ml.logger.Debug("packet dropped", zap.Stringer("from", p.From), zap.Error(err))
 	}
 }
@@ -164,7 +172,9 @@ func (ml *Memberlist) handlePacket(p IncomingPacket) {
 // handleStreamResult feeds the outcome of an outbound exchange to the machine
 // and, when a Join waits for it, to that Join.
 func (ml *Memberlist) handleStreamResult(r streamResult) {
+	ml.tableMu.Lock()
 	err := ml.machine.HandleStreamResponse(time.Now(), r.id, r.data, r.err)
+	ml.tableMu.Unlock()
 	if err != nil {
 		ml.logger.Debug("stream exchange failed", zap.Uint64("stream", r.id), zap.Error(err))
 	}
@@ -178,8 +188,8 @@ func (ml *Memberlist) handleStreamResult(r streamResult) {
 }
 
 // flush acts on the machine's output: sends packets, starts exchanges,
-// queues events, wakes a waiting Leave, and publishes a new snapshot if the
-// member table changed.
+// queues events and wakes a waiting Leave. Ready only hands over the
+// output, so no reader needs the lock held here.
 func (ml *Memberlist) flush() {
 	m := ml.machine
 	rd := m.Ready()
@@ -196,11 +206,6 @@ func (ml *Memberlist) flush() {
 	}
 	for _, e := range rd.Events {
 		ml.queueEvent(e)
-	}
-	// Publish before waking Leave, so that it returns with the snapshot
-	// showing this member as left.
-	if v := m.Version(); v != ml.version {
-		ml.publish()
 	}
 	if ml.leaveDone != nil && m.LeaveDone() {
 		select {
@@ -219,13 +224,4 @@ func (ml *Memberlist) leaveWaiter() chan struct{} {
 		ml.leaveDone = make(chan struct{})
 	}
 	return ml.leaveDone
-}
-
-// publish replaces the snapshot Members reads with the machine's current
-// table. It runs on the loop goroutine (or in New, before the loop starts).
-func (ml *Memberlist) publish() {
-	m := ml.machine
-	live := m.appendLive(make([]Member, 0, m.NumMembers()))
-	ml.version = m.Version()
-	ml.snap.Store(&snapshot{members: live, local: m.LocalMember()})
 }

@@ -298,6 +298,12 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 		return
 	}
 	m.stats.ProbesFailed++
+	if m.late {
+		// We were not running when the answer was due (health.go): the
+		// silence may be ours. Noting the lateness raised the score.
+		m.stats.ProbesInconclusive++
+		return
+	}
 	if p.nacksExpected > 0 {
 		missing := p.nacksExpected - p.nacksReceived
 		m.stats.NacksMissing += uint64(missing)

@@ -310,9 +310,12 @@ func (m *Machine) nextFinalRetry() time.Time {
 }
 
 // expireFinalChecks declares dead the suspects that did not answer their
-// final check. All checks live ProbeTimeout, so they expire in order.
+// final check. All checks live ProbeTimeout from their (re)start, so they
+// expire in order. While late (health.go) a check is run again instead,
+// with the same sequence number, so an ack to any of its pings ends it.
 func (m *Machine) expireFinalChecks(now time.Time) {
 	i := 0
+	var again []*finalCheck
 	for ; i < len(m.finalFIFO); i++ {
 		fc := m.finalFIFO[i]
 		if now.Before(fc.expires) {
@@ -321,11 +324,21 @@ func (m *Machine) expireFinalChecks(now time.Time) {
 		if fc.done {
 			continue
 		}
-		delete(m.finalChecks, fc.seq)
 		mem := m.lookup(fc.name)
 		if mem == nil || mem.state() != StateSuspect || mem.inc() != fc.incarnation {
+			delete(m.finalChecks, fc.seq)
 			continue
 		}
+		if m.late {
+			m.stats.FinalChecksExtended++
+			fc.retryAt = now.Add(m.cfg.ProbeTimeout / 2)
+			fc.expires = now.Add(m.cfg.ProbeTimeout)
+			fc.retried = false
+			again = append(again, fc)
+			m.send(m.addrOf(mem), &wire.Ping{Seq: fc.seq, Target: fc.name, From: m.selfName})
+			continue
+		}
+		delete(m.finalChecks, fc.seq)
 		m.stats.DeathsDeclared++
 		m.declareDead(now, mem, fc.incarnation, m.selfName, false)
 	}
@@ -333,4 +346,6 @@ func (m *Machine) expireFinalChecks(now time.Time) {
 		clear(m.finalFIFO[:i])
 		m.finalFIFO = m.finalFIFO[i:]
 	}
+	// Restarted now, they expire after every check still waiting.
+	m.finalFIFO = append(m.finalFIFO, again...)
 }

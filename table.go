@@ -307,19 +307,24 @@ func (m *Machine) byAddr(addr netip.AddrPort) *memberState {
 
 func (m *Machine) nameOrder() ringOrder { return ringOrder{names: m.reg.names} }
 
-// appendLive appends the live members, this one included, to dst in name
-// order, for the runtime's snapshot: rebuilt after every change of the
-// table, sorting and copying the whole table each time was 35% of the CPU
-// of a 1,024-member boot. The name index it walks is built on the first
-// call and kept from then on (a simulator, which never calls it, does not
-// pay for it). Meta aliases the Registry's bytes, which are never written:
-// the caller copies them before handing them out.
-func (m *Machine) appendLive(dst []Member) []Member {
-	if m.byName == nil {
-		m.byName = &ringList{}
-		o := m.nameOrder()
-		m.ring.each(func(id uint32) { m.byName.insert(o, id) })
+// indexNames starts keeping the name index appendLive walks, so that a
+// reader never has to build it (a simulator, which never reads the table
+// in name order, does not pay for it).
+func (m *Machine) indexNames() {
+	if m.byName != nil {
+		return
 	}
+	m.byName = &ringList{}
+	o := m.nameOrder()
+	m.ring.each(func(id uint32) { m.byName.insert(o, id) })
+}
+
+// appendLive appends the live members, this one included, to dst in name
+// order, for Memberlist.Members: walking the name index, it neither sorts
+// nor copies the table. Meta aliases the Registry's bytes, which are never
+// written: the caller copies them before handing them out.
+func (m *Machine) appendLive(dst []Member) []Member {
+	m.indexNames()
 	m.byName.each(func(id uint32) {
 		s := m.entry(id)
 		if !s.live() {

@@ -66,6 +66,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -151,6 +152,8 @@ func main() {
 	flag.IntVar(&o.joinPar, "join-par", 16, "joins in flight at once during bootstrap")
 	flag.DurationVar(&o.poll, "poll", 250*time.Millisecond, "how often convergence is checked during bootstrap")
 	libs := flag.String("libs", "swim,memberlist", "libraries to run")
+	flag.BoolVar(&traceFalse, "trace", false, "log every false death on stderr, and the worst scheduling delay of each second over 100 ms")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file (- for stdout)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")
 	flag.Float64Var(&o.memFraction, "mem-fraction", 0.6, "the search skips an N whose extrapolated memory exceeds this fraction of MemAvailable")
@@ -173,7 +176,18 @@ func main() {
 	if o.joinPar < 1 {
 		o.joinPar = 1
 	}
+	if traceFalse {
+		go traceLag()
+	}
+	stopProfile := func() {}
+	if *cpuProfile != "" {
+		if stopProfile, err = startCPUProfile(*cpuProfile); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+	}
 	rep := run(o)
+	stopProfile()
 	printReport(os.Stdout, rep)
 	if o.jsonPath != "" {
 		if err := writeJSON(o.jsonPath, rep); err != nil {
@@ -181,6 +195,25 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// startCPUProfile profiles the process into path until the returned
+// function is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "compare: cpu profile:", err)
+		}
+	}, nil
 }
 
 func libByName(name string) library {

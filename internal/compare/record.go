@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,7 +91,13 @@ func (r *recorder) gone(observer int, member string) {
 	}
 	r.falseDeaths[ph]++
 	r.falseWho[ph][m] = true
+	if traceFalse {
+		fmt.Fprintf(os.Stderr, "%s false death (%s): %s says %s is gone\n", at.Format("15:04:05.000"), phaseNames[ph], nodeName(observer), member)
+	}
 }
+
+// traceFalse (-trace) logs every false death as it is reported.
+var traceFalse bool
 
 // startCrash declares the crash batch and who knew each of its members;
 // call it just before shutting them down.
@@ -153,4 +160,25 @@ func (r *recorder) falseIn(ph int32) (events, members int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.falseDeaths[ph], len(r.falseWho[ph])
+}
+
+// traceLag reports on stderr, once a second, the worst lateness of a 10 ms
+// ticker: how long a goroutine that became runnable waited for a CPU, the
+// scheduling delay every member's timers and reads suffered.
+func traceLag() {
+	var worst time.Duration
+	last := time.Now()
+	t := time.NewTicker(10 * time.Millisecond)
+	rep := last
+	for now := range t.C {
+		worst = max(worst, now.Sub(last)-10*time.Millisecond)
+		last = now
+		if now.Sub(rep) >= time.Second {
+			if worst >= 100*time.Millisecond {
+				fmt.Fprintf(os.Stderr, "%s scheduling delay up to %v\n", now.Format("15:04:05"), worst.Round(time.Millisecond))
+			}
+			worst = 0
+			rep = now
+		}
+	}
 }
