@@ -28,36 +28,34 @@ func (m *Machine) scaled(d time.Duration) time.Duration {
 	return d * time.Duration(m.health+1)
 }
 
-// Late timers. Lifeguard's evidence (missed acks and nacks) reaches a
-// starved member only after the fact; the clock tells it at once. When the
-// machine's timers are handled well after they were due, this member was
-// not running: an ack may be waiting unread in its socket, and the peer it
-// waited for had less time to answer than the timeout says. Decisions that
-// end in an accusation are then deferred, not taken: a probe that ends
-// while late accuses no one, and a final check that expires while late is
-// run again. Each late tick is also one point of health score, so a member
-// that keeps waking late probes less and waits longer, which sheds the very
-// load that starves it. A member that never wakes late, as in the
-// simulator, is unaffected.
+// Late decisions. Lifeguard's evidence (missed acks and nacks) reaches a
+// starved member only after the fact; the clock tells it at once. When a
+// timer that ends in an accusation is handled well after it was due, this
+// member was not running: an ack may be waiting unread in its socket, and
+// the peer it waited for had less time to answer than the timeout says. The
+// decision is then deferred, not taken: a probe that ends late accuses no
+// one, and a final check that expires late is run again. Each late decision
+// is also one point of health score, so a member that keeps waking late
+// probes less and waits longer, which sheds the very load that starves it.
+//
+// Lateness is measured against the decision's own deadline, not against
+// NextDeadline: some of the machine's times are "not before" marks (the
+// next gossip round, say) that lie in the past until there is work.
 //
 // Only a real-time driver can be late: Memberlist sets watchClock. The
 // simulator and the tests call Tick at times of their choosing, often well
 // past a deadline on purpose, and are taken at their word.
 
-// lateSlack is how late a timer may fire before it counts: a fifth of
-// ProbeTimeout, far above the scheduling jitter of a healthy process.
+// lateSlack is how late a decision may be taken before it counts: a fifth
+// of ProbeTimeout, far above the scheduling jitter of a healthy process.
 func (m *Machine) lateSlack() time.Duration { return m.cfg.ProbeTimeout / 5 }
 
-// noteLateness records, at the start of Tick, whether the earliest deadline
-// was handled late.
-func (m *Machine) noteLateness(now time.Time) {
-	if !m.watchClock {
-		return
+// lateFor reports whether a decision due at due, taken at now, comes too
+// late to trust our own silence, and counts it against our health.
+func (m *Machine) lateFor(due, now time.Time) bool {
+	if !m.watchClock || now.Sub(due) <= m.lateSlack() {
+		return false
 	}
-	due := m.NextDeadline()
-	m.late = !due.IsZero() && now.Sub(due) > m.lateSlack()
-	if m.late {
-		m.stats.LateTicks++
-		m.adjustHealth(1)
-	}
+	m.adjustHealth(1)
+	return true
 }

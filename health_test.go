@@ -3,7 +3,6 @@ package swim
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +27,7 @@ func TestLateProbeAccusesNoOne(t *testing.T) {
 			if late {
 				// Asleep from before the ack timeout until after the
 				// probe's end.
-				h.tick(t0.Add(cfg.ProbeInterval + time.Millisecond))
+				h.tick(t0.Add(cfg.ProbeInterval + 3*h.m.lateSlack()))
 			} else {
 				h.tick(t0.Add(cfg.ProbeTimeout))
 				h.tick(t0.Add(cfg.ProbeInterval))
@@ -39,13 +38,11 @@ func TestLateProbeAccusesNoOne(t *testing.T) {
 			if late {
 				require.Equal(t, StateAlive, mem.State, "a late member accuses no one")
 				require.Equal(t, uint64(1), st.ProbesInconclusive)
-				require.NotZero(t, st.LateTicks)
 				require.Equal(t, 1, h.m.HealthScore(), "waking late is evidence against ourselves")
 				return
 			}
 			require.Equal(t, StateSuspect, mem.State)
 			require.Zero(t, st.ProbesInconclusive)
-			require.Zero(t, st.LateTicks)
 		})
 	}
 }

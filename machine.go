@@ -112,7 +112,6 @@ type machineState struct {
 	// of random choices.
 	ring       ringList
 	byName     *ringList // the live members by name, once appendLive was called (table.go)
-	late       bool      // this Tick handles timers well after they were due (health.go)
 	watchClock bool      // a real-time driver: a late Tick means we were not running (health.go)
 	selfPos    int       // this member's index in ring, cached
 	selfPosAt  uint64    // ring.mods+1 when selfPos was computed; 0: never
@@ -323,7 +322,6 @@ func (m *Machine) NextDeadline() time.Time {
 
 // Tick fires every timer due at now.
 func (m *Machine) Tick(now time.Time) {
-	m.noteLateness(now)
 	m.expireRelays(now)
 	m.tickProbe(now)
 	m.expireFinalChecks(now) // first: a check it runs again is not retried too
@@ -477,9 +475,8 @@ type Stats struct {
 	DeathsDeclared               uint64
 	FinalChecks                  uint64 // suspects pinged once more before being declared dead
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
-	LateTicks                    uint64 // timers handled late enough to doubt our own silence (health.go)
-	FinalChecksExtended          uint64 // final checks run again, not ended, because we woke late
-	ProbesInconclusive           uint64 // failed probes judged while late: no accusation
+	FinalChecksExtended          uint64 // final checks run again, not ended, because we expired them late (health.go)
+	ProbesInconclusive           uint64 // failed probes ended late: no accusation (health.go)
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit
 	BroadcastQueueLen            int    // deltas waiting now (a gauge, not a counter)
 	PushPulls, PushPullsFailed   uint64

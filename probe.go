@@ -298,9 +298,9 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 		return
 	}
 	m.stats.ProbesFailed++
-	if m.late {
+	if m.lateFor(p.endAt, now) {
 		// We were not running when the answer was due (health.go): the
-		// silence may be ours. Noting the lateness raised the score.
+		// silence may be ours.
 		m.stats.ProbesInconclusive++
 		return
 	}

@@ -311,7 +311,7 @@ func (m *Machine) nextFinalRetry() time.Time {
 
 // expireFinalChecks declares dead the suspects that did not answer their
 // final check. All checks live ProbeTimeout from their (re)start, so they
-// expire in order. While late (health.go) a check is run again instead,
+// expire in order. A check expired late (health.go) is run again instead,
 // with the same sequence number, so an ack to any of its pings ends it.
 func (m *Machine) expireFinalChecks(now time.Time) {
 	i := 0
@@ -329,7 +329,7 @@ func (m *Machine) expireFinalChecks(now time.Time) {
 			delete(m.finalChecks, fc.seq)
 			continue
 		}
-		if m.late {
+		if m.lateFor(fc.expires, now) {
 			m.stats.FinalChecksExtended++
 			fc.retryAt = now.Add(m.cfg.ProbeTimeout / 2)
 			fc.expires = now.Add(m.cfg.ProbeTimeout)
