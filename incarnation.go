@@ -151,7 +151,7 @@ func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string
 // handleDead applies a dead or left delta.
 func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 	if d.Name == m.selfName {
-		m.selfAccused(now, d.Incarnation)
+		m.selfDeclaredDead(now, d.Incarnation)
 		return
 	}
 	s := m.lookup(d.Name)
@@ -217,6 +217,19 @@ func (m *Machine) selfAccused(now time.Time, inc uint64) {
 		m.stats.Reasserts++
 		m.broadcastSelfAlive()
 	}
+}
+
+// selfDeclaredDead handles news that others declared this member dead at
+// inc: a refutation as for any accusation, and, when it is news (at or
+// above our incarnation), the early push-pulls of a join. Members that
+// declared us dead stopped gossiping to us, so we may have missed the news
+// of anyone (after a partition heals, everyone on both sides); waiting for
+// the periodic push-pull would leave such holes for a minute or more.
+func (m *Machine) selfDeclaredDead(now time.Time, inc uint64) {
+	if m.self.state() == StateAlive && inc >= m.self.inc() {
+		m.scheduleFollowUps(now)
+	}
+	m.selfAccused(now, inc)
 }
 
 // refute answers a suspicion or death of this member: only the member itself

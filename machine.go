@@ -88,6 +88,12 @@ const (
 	streamPing
 )
 
+// pendingStream is an exchange the driver is running for us.
+type pendingStream struct {
+	kind streamKind
+	to   netip.AddrPort
+}
+
 // machineState is the Machine's private state; it is owned by one goroutine.
 type machineState struct {
 	cfg      *Config
@@ -135,7 +141,8 @@ type machineState struct {
 	nextGossip time.Time
 
 	// anti-entropy and join (pushpull.go)
-	streams       map[uint64]streamKind
+	streams       map[uint64]pendingStream
+	joinedVia     netip.AddrPort         // the seed whose answer joined us, for the first follow-up
 	streamChecks  map[uint64]*finalCheck // TCP pings of final checks in flight
 	streamID      uint64
 	nextPushPull  time.Time
@@ -172,7 +179,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.relays = make(map[uint32]*relay)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
-	m.streams = make(map[uint64]streamKind)
+	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit)
 	m.selfName = cfg.Name

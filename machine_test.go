@@ -741,3 +741,98 @@ func mustPacket(t *testing.T, msg wire.Message) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestJoinFollowUpsStartWithTheSeed: after a join, the first follow-up
+// push-pull goes back to the seed an eighth to a quarter of a probe period
+// later (it has heard of whoever joined through it meanwhile); the next
+// ones come at doubling gaps, to random members.
+func TestJoinFollowUpsStartWithTheSeed(t *testing.T) {
+	cfg := mtConfig()
+	cfg.PushPullInterval = time.Minute
+	seed := mtPeerAddr(1)
+	for rngSeed := uint64(1); rngSeed <= 5; rngSeed++ {
+		m, err := NewMachine(cfg, mtSelfAddr, rand.New(rand.NewPCG(rngSeed, 2)), mtStart)
+		require.NoError(t, err)
+		h := &mt{t: t, m: m, cfg: cfg, now: mtStart}
+		ids := h.m.Join(h.now, []netip.AddrPort{seed})
+		require.Len(t, ids, 1)
+		members := make([]wire.MemberState, 0, 8)
+		for i := 1; i <= 8; i++ {
+			members = append(members, mtMember(i, StateAlive, 1))
+		}
+		reply, err := wire.AppendPacket(nil, &wire.PushPull{From: mtPeer(1), Members: members})
+		require.NoError(t, err)
+		require.NoError(t, h.m.HandleStreamResponse(h.now, ids[0], reply, nil))
+		joined := h.now
+		h.m.Ready()
+
+		var at []time.Duration
+		var to []netip.AddrPort
+		for i := 0; len(at) < 3 && i < 10000; i++ {
+			out := h.step(joined.Add(10*cfg.ProbeInterval), nil)
+			for _, s := range out.Streams {
+				at = append(at, h.now.Sub(joined))
+				to = append(to, s.To)
+				require.Error(t, h.m.HandleStreamResponse(h.now, s.ID, nil, errors.New("not answered in this test")))
+			}
+		}
+		require.Len(t, at, 3, "three follow-ups")
+		require.Equal(t, seed, to[0], "the first follow-up goes to the seed")
+		require.GreaterOrEqual(t, at[0], cfg.ProbeInterval/8)
+		require.LessOrEqual(t, at[0], cfg.ProbeInterval/4)
+		require.GreaterOrEqual(t, at[1]-at[0], cfg.ProbeInterval, "then a gap of one to two periods")
+		require.LessOrEqual(t, at[1]-at[0], 2*cfg.ProbeInterval)
+		require.GreaterOrEqual(t, at[2]-at[1], 2*cfg.ProbeInterval, "then two to four")
+		require.LessOrEqual(t, at[2]-at[1], 4*cfg.ProbeInterval)
+	}
+}
+
+// TestDeclaredDeadExchangesStateAgain: news that others declared this member
+// dead (gossiped, or in a push-pull) brings the early push-pulls of a join,
+// since those members stopped telling it anything; a stale death, below our
+// incarnation, does not.
+func TestDeclaredDeadExchangesStateAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		via     string
+		inc     uint64
+		wantNew bool
+	}{
+		{"gossiped", "gossip", 1, true},
+		{"in a push-pull", "push-pull", 1, true},
+		{"stale", "gossip", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := mtConfig()
+			cfg.PushPullInterval = time.Hour
+			h := newMT(t, cfg)
+			h.joinPeers(4, 1)
+			// Past the join's own follow-ups, and refuted once (inc 1).
+			h.run(h.now.Add(10*cfg.ProbeInterval), nil)
+			h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtSelf, Incarnation: 0, From: mtPeer(1)})
+			require.Equal(t, uint64(1), h.m.LocalMember().Incarnation)
+			h.run(h.now.Add(cfg.ProbeInterval), nil)
+			before := h.m.Stats().PushPulls
+
+			switch tc.via {
+			case "gossip":
+				h.feed(mtPeerAddr(2), &wire.Dead{Name: mtSelf, Incarnation: tc.inc, From: mtPeer(2)})
+			case "push-pull":
+				req, err := wire.AppendPacket(nil, &wire.PushPull{From: mtPeer(2), Members: []wire.MemberState{
+					{Name: mtSelf, Addr: wire.EncodeAddr(mtSelfAddr), Incarnation: tc.inc, State: uint8(StateDead)},
+				}})
+				require.NoError(t, err)
+				_, err = h.m.HandleStream(h.now, mtPeerAddr(2), req)
+				require.NoError(t, err)
+			}
+			out := h.run(h.now.Add(cfg.ProbeInterval/4), nil)
+			if !tc.wantNew {
+				require.Empty(t, out.Streams)
+				require.Equal(t, before, h.m.Stats().PushPulls)
+				return
+			}
+			require.Len(t, out.Streams, 1, "a push-pull within a quarter period")
+			require.Equal(t, tc.inc+1, h.m.LocalMember().Incarnation, "and the refutation")
+		})
+	}
+}

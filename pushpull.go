@@ -91,7 +91,7 @@ func (m *Machine) startPushPull(to netip.AddrPort, kind streamKind) uint64 {
 func (m *Machine) startStream(to netip.AddrPort, kind streamKind, data []byte, timeout time.Duration) uint64 {
 	m.streamID++
 	id := m.streamID
-	m.streams[id] = kind
+	m.streams[id] = pendingStream{kind: kind, to: to}
 	m.out.Streams = append(m.out.Streams, StreamRequest{ID: id, To: to, Data: data, Timeout: timeout})
 	return id
 }
@@ -153,7 +153,8 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 // the error that ended the exchange. It returns nil when the reply was
 // merged.
 func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, err error) error {
-	kind, ok := m.streams[id]
+	pending, ok := m.streams[id]
+	kind := pending.kind
 	if !ok {
 		return ErrUnknownStream
 	}
@@ -178,17 +179,14 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		// The seed's view was a snapshot: members joining at the same time
 		// reach us only by gossip, which at first goes to the few members
 		// that knew them early, and rumors leave rare holes. Extra
-		// exchanges with random members, half to one period after the
-		// join and then at doubling gaps (1-2, 2-4 periods), fill those holes
-		// (and spread what we know), so a cluster booting at once
-		// converges in seconds rather than at the first periodic
-		// push-pull.
-		if m.cfg.PushPullInterval > 0 {
-			m.joinFollowUps = joinFollowUps
-			if soon := now.Add(m.cfg.ProbeInterval/2 + m.jitter(m.cfg.ProbeInterval/2)); soon.Before(m.nextPushPull) {
-				m.nextPushPull = soon
-			}
-		}
+		// exchanges fill those holes (and spread what we know): the first
+		// back with the seed, an eighth to a quarter of a period after the
+		// join, when it has heard of everyone who joined through it
+		// meanwhile; then with random members at doubling gaps (1-2, 2-4
+		// periods). A cluster booting through one seed then converges
+		// in a quarter of a second at 64 members, not in one second.
+		m.scheduleFollowUps(now)
+		m.joinedVia = pending.to
 	}
 	if err := m.mergeState(now, resp, src); err != nil {
 		m.stats.PushPullsFailed++
@@ -225,7 +223,13 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 	switch State(v.State) {
 	case StateAlive:
 		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta}, src)
-	case StateSuspect, StateDead:
+	case StateDead:
+		if name == m.selfName {
+			m.selfDeclaredDead(now, v.Incarnation)
+			return
+		}
+		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from})
+	case StateSuspect:
 		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from})
 	case StateLeft:
 		m.handleDead(now, &wire.Dead{Name: name, Incarnation: v.Incarnation, From: from, Left: true})
@@ -242,6 +246,18 @@ func (m *Machine) pushPullInterval() time.Duration {
 	}
 	mult := math.Ceil(math.Log2(float64(n))-math.Log2(32)) + 1
 	return time.Duration(mult * float64(m.cfg.PushPullInterval))
+}
+
+// scheduleFollowUps plans the early push-pulls of a join, the first an
+// eighth to a quarter of a probe period from now.
+func (m *Machine) scheduleFollowUps(now time.Time) {
+	if m.cfg.PushPullInterval <= 0 {
+		return
+	}
+	m.joinFollowUps = joinFollowUps
+	if soon := now.Add(m.cfg.ProbeInterval/8 + m.jitter(m.cfg.ProbeInterval/8)); soon.Before(m.nextPushPull) {
+		m.nextPushPull = soon
+	}
 }
 
 // joinFollowUps is how many early push-pulls follow a join.
@@ -263,6 +279,15 @@ func (m *Machine) tickPushPull(now time.Time) {
 	}
 	if m.self.state() != StateAlive {
 		return
+	}
+	if via := m.joinedVia; via.IsValid() {
+		// The first follow-up goes back to the seed, which heard of
+		// every member that joined through it since it answered us.
+		m.joinedVia = netip.AddrPort{}
+		if s := m.byAddr(via); s != nil && s.state() == StateAlive {
+			m.startPushPull(via, streamPushPull)
+			return
+		}
 	}
 	if peers := m.randomLive(1, nil); len(peers) == 1 {
 		m.startPushPull(m.addrOf(peers[0]), streamPushPull)

@@ -243,15 +243,29 @@ func TestAccuracyPauseTolerance(t *testing.T) {
 			require.True(t, s.RunUntil(s.converged, time.Minute), "%s did not rejoin after its pause: %v", long, s)
 		})
 	}
-	// The check is tight: with a tolerance a quarter shorter than the
-	// pause, the same pause is fatal.
-	t.Run("tolerance below the pause", func(t *testing.T) {
-		s := convergedScenario(t, 51, 24, configWith(func(c *swim.Config) { c.PauseTolerance = tol * 6 / 10 }))
-		from := s.Now()
-		require.NoError(t, s.Pause("m2", tol*8/10))
-		s.Run(tol + 30*time.Second)
-		require.NotZero(t, s.deathsOf(from, []string{"m2"}), "a pause longer than the tolerance should be fatal")
-	})
+	// The tolerance, not some other slack, is what protects the paused
+	// member: with a tolerance shorter than the same pause by one probe
+	// interval (the most the first probe can start after the pause did)
+	// and the final check's ProbeTimeout, the pause is always fatal. No
+	// confirmations are required here (SuspicionMult 2): with K of them
+	// the decision also waits for K more failed probes, one per interval
+	// under aligned probing, which a pause this short may outlast.
+	cfg := swim.DefaultLANConfig()
+	pause := tol * 8 / 10
+	shorter := pause - cfg.ProbeInterval - cfg.ProbeTimeout - 100*time.Millisecond
+	for seed := uint64(1); seed <= 5; seed++ {
+		t.Run(fmt.Sprintf("tolerance %v, seed=%d", shorter, seed), func(t *testing.T) {
+			s := convergedScenario(t, 50+seed, 24, configWith(func(c *swim.Config) {
+				c.PauseTolerance = shorter
+				c.SuspicionMult = 2
+			}))
+			victim := s.names[1+int(seed)]
+			from := s.Now()
+			require.NoError(t, s.Pause(victim, pause))
+			s.Run(tol + 30*time.Second)
+			require.NotZero(t, s.deathsOf(from, []string{victim}), "a pause of %v with a tolerance of %v should be fatal", pause, shorter)
+		})
+	}
 }
 
 // TestAccuracyLocalHealth: a member that can neither hear nor reach anyone
