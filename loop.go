@@ -28,11 +28,12 @@ type joinResult struct {
 // loop enables it while refused exchanges wait to be reported.
 var alwaysReady = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// run is the loop goroutine: the only one that touches ml.machine once New
-// has returned. It waits for the next input (a packet, the outcome of an
-// outbound exchange, an inbound request, an API call, an accepted stream or
-// the machine's deadline), feeds it to the machine, fires the timers that are
-// due, and acts on the machine's output.
+// run is the loop goroutine. It waits for the next input (a packet, the
+// outcome of an outbound exchange, an inbound request, an API call, an
+// accepted stream, the machine's deadline, or a kick from a packet handled on
+// the transport's goroutine), feeds it to the machine, fires the timers that
+// are due, and acts on the machine's output. Everything between the wake-up
+// and the end of the pass runs under ml.mu; the wait itself does not.
 func (ml *Memberlist) run() {
 	defer ml.wg.Done()
 	defer close(ml.loopDone)
@@ -41,30 +42,34 @@ func (ml *Memberlist) run() {
 	timer := time.NewTimer(math.MaxInt64)
 	timer.Stop()
 	defer timer.Stop()
-	var armed time.Time // the deadline timer is set for; zero when stopped
 	packets := ml.transport.Packets()
 	streams := ml.transport.Streams()
 
 	for {
+		ml.mu.Lock()
 		// Arm the timer only when the deadline moved: Reset is cheap, but
 		// most inputs leave the deadline alone.
-		if d := m.NextDeadline(); !d.Equal(armed) {
+		if d := m.NextDeadline(); !d.Equal(ml.armed) {
 			if d.IsZero() {
 				timer.Stop()
 			} else {
 				timer.Reset(time.Until(d))
 			}
-			armed = d
+			ml.armed = d
 		}
-		var finished chan struct{} // the API call of this pass, if any
 		var reportRefused <-chan struct{}
 		if len(ml.refused) > 0 {
 			reportRefused = alwaysReady
 		}
+		ml.mu.Unlock()
+		var finished chan struct{} // the API call of this pass, if any
 
 		select {
 		case <-ml.stop:
+			ml.mu.Lock()
 			ml.finalStats = m.Stats()
+			ml.closed = true
+			ml.mu.Unlock()
 			return
 
 		case p, ok := <-packets:
@@ -73,6 +78,7 @@ func (ml *Memberlist) run() {
 				packets = nil
 				continue
 			}
+			ml.mu.Lock()
 			ml.handlePacket(p)
 		batch:
 			for range maxPacketBatch - 1 {
@@ -87,10 +93,17 @@ func (ml *Memberlist) run() {
 				}
 			}
 
+		case <-ml.kick:
+			// A packet handled on the transport's goroutine moved the
+			// deadline earlier or left refused exchanges to report.
+			ml.mu.Lock()
+
 		case r := <-ml.streamResults:
+			ml.mu.Lock()
 			ml.handleStreamResult(r)
 
 		case <-reportRefused:
+			ml.mu.Lock()
 			refused := ml.refused
 			ml.refused = nil
 			for _, r := range refused {
@@ -98,15 +111,13 @@ func (ml *Memberlist) run() {
 			}
 
 		case req := <-ml.inbound:
-			ml.tableMu.Lock()
+			ml.mu.Lock()
 			reply, err := m.HandleStream(time.Now(), req.from, req.data)
-			ml.tableMu.Unlock()
 			req.reply <- inboundReply{data: reply, err: err} // buffered
 
 		case call := <-ml.calls:
-			ml.tableMu.Lock()
+			ml.mu.Lock()
 			call.f(time.Now())
-			ml.tableMu.Unlock()
 			finished = call.done
 
 		case conn, ok := <-streams:
@@ -115,10 +126,12 @@ func (ml *Memberlist) run() {
 				streams = nil
 				continue
 			}
-			ml.serveStream(conn)
+			ml.serveStream(conn) // takes no lock: it only starts a goroutine
+			ml.mu.Lock()
 
 		case <-timer.C:
-			armed = time.Time{}
+			ml.mu.Lock()
+			ml.armed = time.Time{}
 			// Packets that arrived while this process could not run (a GC
 			// pause, CPU starvation) go first: an ack waiting in the
 			// queue must end its probe before the probe's deadline fires,
@@ -137,16 +150,46 @@ func (ml *Memberlist) run() {
 			}
 		}
 
-		now := time.Now()
-		if d := m.NextDeadline(); !d.IsZero() && !now.Before(d) {
-			ml.tableMu.Lock()
-			m.Tick(now)
-			ml.tableMu.Unlock()
-		}
+		ml.tickIfDue(time.Now())
 		ml.flush()
+		ml.mu.Unlock()
 		if finished != nil {
 			// Only now: the call's packets and events are on their way.
 			close(finished)
+		}
+	}
+}
+
+// tickIfDue fires the machine's timers if its deadline has come. The caller
+// holds ml.mu.
+func (ml *Memberlist) tickIfDue(now time.Time) {
+	if d := ml.machine.NextDeadline(); !d.IsZero() && !now.Before(d) {
+		ml.machine.Tick(now)
+	}
+}
+
+// receive handles one packet on the transport's reader goroutine, for a
+// transport that offers it (PacketHandlerTransport): the packet is fed to the
+// machine and the answer sent from here, without waking the loop, which a
+// hand-off through the Packets channel costs for every packet. The loop is
+// kicked only when it must re-arm its timer earlier or report refused
+// exchanges.
+func (ml *Memberlist) receive(p IncomingPacket) {
+	ml.mu.Lock()
+	if ml.closed {
+		ml.mu.Unlock()
+		return
+	}
+	ml.handlePacket(p)
+	ml.tickIfDue(time.Now())
+	ml.flush()
+	d := ml.machine.NextDeadline()
+	kick := len(ml.refused) > 0 || !d.IsZero() && (ml.armed.IsZero() || d.Before(ml.armed))
+	ml.mu.Unlock()
+	if kick {
+		select {
+		case ml.kick <- struct{}{}:
+		default: // a kick is already pending
 		}
 	}
 }
@@ -161,10 +204,7 @@ type apiCall struct {
 // what it drops (Stats.PacketsDropped); the reason is only worth a debug line
 // since anyone can send garbage to a UDP port.
 func (ml *Memberlist) handlePacket(p IncomingPacket) {
-	ml.tableMu.Lock()
-	err := ml.machine.HandlePacket(time.Now(), p.From, p.Data)
-	ml.tableMu.Unlock()
-	if err != nil {
+	if err := ml.machine.HandlePacket(time.Now(), p.From, p.Data); err != nil {
 		ml.logger.Debug("packet dropped", zap.Stringer("from", p.From), zap.Error(err))
 	}
 }
@@ -172,9 +212,7 @@ func (ml *Memberlist) handlePacket(p IncomingPacket) {
 // handleStreamResult feeds the outcome of an outbound exchange to the machine
 // and, when a Join waits for it, to that Join.
 func (ml *Memberlist) handleStreamResult(r streamResult) {
-	ml.tableMu.Lock()
 	err := ml.machine.HandleStreamResponse(time.Now(), r.id, r.data, r.err)
-	ml.tableMu.Unlock()
 	if err != nil {
 		ml.logger.Debug("stream exchange failed", zap.Uint64("stream", r.id), zap.Error(err))
 	}
@@ -188,8 +226,8 @@ func (ml *Memberlist) handleStreamResult(r streamResult) {
 }
 
 // flush acts on the machine's output: sends packets, starts exchanges,
-// queues events and wakes a waiting Leave. Ready only hands over the
-// output, so no reader needs the lock held here.
+// queues events and wakes a waiting Leave. The caller holds ml.mu, which
+// keeps events in order whichever goroutine produced them.
 func (ml *Memberlist) flush() {
 	m := ml.machine
 	rd := m.Ready()

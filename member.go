@@ -121,11 +121,12 @@ var ErrMetaTooLarge = errors.New("swim: metadata over MaxMetaSize")
 // with Join, watch the cluster through Config.Events or Members, and end it
 // with Leave (optional) and Shutdown.
 //
-// One loop goroutine owns the Machine and is its only writer; the methods
-// hand work to that loop. Members, NumMembers and LocalMember read the table
-// directly under a read lock, which the loop holds for writing only while it
-// feeds the Machine one input (a packet, a timer, an exchange), never while
-// it waits for the network. Events reach Config.Events on a goroutine of
+// One loop goroutine drives the Machine, and the methods hand work to it; a
+// transport that can (NetTransport) has packets handled on its own reader
+// goroutine instead, saving a hand-off per packet. Both hold a lock while
+// they feed the Machine one input, never while they wait for the network.
+// Members, NumMembers and LocalMember read the table under that lock's read
+// side. Events reach Config.Events on a goroutine of
 // their own, in order and outside every lock, so a callback may call any
 // method, Shutdown included.
 //
@@ -136,13 +137,18 @@ type Memberlist struct {
 	transport Transport
 	machine   *Machine // written by the loop goroutine only, once New returns
 
-	// tableMu lets Members, NumMembers and LocalMember read the machine's
-	// table from any goroutine: the loop holds it for writing around every
-	// call that may change the machine, and reads without it. Readers build
-	// their view on demand; publishing a copy after every change instead
-	// cost O(N) per change, O(N³) CPU for an N-member process to boot (a
-	// third of a 2,048-member boot in one process, with the GC it caused).
-	tableMu sync.RWMutex
+	// mu guards the machine and the loop's bookkeeping below. The loop
+	// holds it from each wake-up to the end of its pass, never while it
+	// waits; so does a packet handled on the transport's goroutine
+	// (receive). Members, NumMembers and LocalMember read the table under
+	// its read lock and build their view on demand: publishing a copy
+	// after every change instead cost O(N) per change, O(N³) CPU for an
+	// N-member process to boot (a third of a 2,048-member boot in one
+	// process, with the GC it caused).
+	mu     sync.RWMutex
+	kick   chan struct{} // buffered: receive asks the loop to re-arm its timer
+	armed  time.Time     // the deadline the loop's timer is set for; zero when stopped
+	closed bool          // the loop has ended: receive drops packets
 
 	calls         chan apiCall        // API calls, run by the loop against the machine
 	streamResults chan streamResult   // outbound exchanges, back from their goroutines
@@ -173,7 +179,7 @@ type Memberlist struct {
 	eventsDropped  atomic.Uint64
 	streamsRefused atomic.Uint64
 
-	// Owned by the loop goroutine (API calls run there too).
+	// Guarded by mu (API calls run on the loop, under it).
 	joins     map[uint64]*joinWaiter // outbound exchanges a Join waits for
 	leaveDone chan struct{}          // closed when Machine.LeaveDone holds; nil before Leave
 	refused   []streamResult         // outbound exchanges refused for want of a slot, to report
@@ -255,6 +261,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		loopDone:      make(chan struct{}),
 		shutdownDone:  make(chan struct{}),
 		joins:         make(map[uint64]*joinWaiter),
+		kick:          make(chan struct{}, 1),
 	}
 	machine.indexNames() // kept by the loop, so that Members never has to build it
 	machine.watchClock = true
@@ -265,6 +272,9 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 	ml.wg.Add(1)
 	go ml.run()
+	if ht, ok := transport.(PacketHandlerTransport); ok {
+		ht.HandlePackets(ml.receive)
+	}
 	logger.Debug("started", zap.Stringer("addr", transport.LocalAddr()))
 	return ml, nil
 }
@@ -276,8 +286,8 @@ func New(cfg *Config) (*Memberlist, error) {
 // callback. A method that changed the table (UpdateMeta, Leave) returns
 // after the change shows here. After Shutdown it returns the last view.
 func (ml *Memberlist) Members() []Member {
-	ml.tableMu.RLock()
-	defer ml.tableMu.RUnlock()
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
 	out := ml.machine.appendLive(make([]Member, 0, ml.machine.NumMembers()))
 	for i := range out {
 		out[i].Meta = bytes.Clone(out[i].Meta)
@@ -288,8 +298,8 @@ func (ml *Memberlist) Members() []Member {
 // NumMembers counts the live members, this one included, as Members would
 // list them, in O(1); it waits as Members does.
 func (ml *Memberlist) NumMembers() int {
-	ml.tableMu.RLock()
-	defer ml.tableMu.RUnlock()
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
 	return ml.machine.NumMembers()
 }
 
@@ -297,8 +307,8 @@ func (ml *Memberlist) NumMembers() int {
 // Members does. Its Addr is the advertised address (with the real port when
 // BindPort is 0).
 func (ml *Memberlist) LocalMember() Member {
-	ml.tableMu.RLock()
-	defer ml.tableMu.RUnlock()
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
 	mb := ml.machine.LocalMember()
 	mb.Meta = bytes.Clone(mb.Meta)
 	return mb

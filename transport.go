@@ -32,6 +32,20 @@ type Transport interface {
 	Close() error
 }
 
+// PacketHandlerTransport is a Transport that can deliver each received
+// packet by calling a function on its own reader goroutine instead of
+// sending it on Packets. Memberlist uses it when offered: the packet is
+// handled and answered there, without waking a second goroutine, which for
+// a member's few packets a second is much of its CPU cost.
+type PacketHandlerTransport interface {
+	Transport
+	// HandlePackets makes the transport call h for each packet received
+	// from then on, from one goroutine at a time, in order, instead of
+	// sending it on Packets. h owns p.Data and does not block for long.
+	// Memberlist calls it once, when it starts.
+	HandlePackets(h func(p IncomingPacket))
+}
+
 // IncomingPacket is one received packet.
 type IncomingPacket struct {
 	From netip.AddrPort
@@ -155,6 +169,10 @@ type NetTransport struct {
 
 	packets chan IncomingPacket
 	streams chan net.Conn
+	// handler, once set (HandlePackets), takes each packet in place of
+	// the Packets channel; the reader waits for it, so a backlog stays in
+	// the socket's receive buffer rather than in the overflow queue.
+	handler atomic.Pointer[func(IncomingPacket)]
 
 	// readSize is the UDP read buffer's initial size: MaxPacketSize plus one
 	// byte, so that a read filling it reveals a larger datagram cut short.
@@ -191,7 +209,7 @@ type NetTransport struct {
 	acceptErrors    atomic.Uint64
 }
 
-var _ Transport = (*NetTransport)(nil)
+var _ PacketHandlerTransport = (*NetTransport)(nil)
 
 // NewNetTransport binds UDP and TCP on one port and starts reading. A nil cfg
 // means the zero NetTransportConfig. Call Close to release the sockets.
@@ -411,8 +429,20 @@ func (t *NetTransport) readPackets() {
 		// buf is reused for the next read: the consumer gets its own copy.
 		data := make([]byte, n)
 		copy(data, buf[:n])
-		t.deliver(IncomingPacket{From: unmapAddrPort(from), Data: data, At: at})
+		p := IncomingPacket{From: unmapAddrPort(from), Data: data, At: at}
+		if h := t.handler.Load(); h != nil {
+			(*h)(p)
+			continue
+		}
+		t.deliver(p)
 	}
+}
+
+// HandlePackets implements PacketHandlerTransport: from now on the reader
+// goroutine calls h for each packet instead of sending it on Packets
+// (packets already queued there stay to be read).
+func (t *NetTransport) HandlePackets(h func(p IncomingPacket)) {
+	t.handler.Store(&h)
 }
 
 // deliver hands p to the consumer without waiting: into the Packets

@@ -538,3 +538,28 @@ func TestMemberlistSizesReadBufferForPacketBudget(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, cfg.PacketBudget+1, nt.readSize, "the read buffer fits the largest packet the config sends, and one byte to tell a larger one")
 }
+
+// TestNetTransportHandlePackets: once a handler is set, every packet goes to
+// it, in order, with its own copy of the data, and none to Packets.
+func TestNetTransportHandlePackets(t *testing.T) {
+	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	b := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
+	var mu sync.Mutex
+	var got []IncomingPacket
+	b.HandlePackets(func(p IncomingPacket) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p)
+	})
+	payloads := append(numbered(100), []byte("a longer packet than the others"))
+	sendCounted(t, a, b, payloads...)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, len(payloads))
+	for i, want := range payloads {
+		require.Equal(t, want, got[i].Data, "packet %d", i)
+		require.Equal(t, a.LocalAddr(), got[i].From)
+	}
+	require.Empty(t, b.Packets(), "nothing queued for the channel")
+	require.Zero(t, b.Stats().PacketsDropped)
+}

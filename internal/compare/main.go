@@ -94,6 +94,7 @@ type options struct {
 	jsonPath     string
 	quiet        bool
 	memFraction  float64
+	isolate      bool
 }
 
 func (o *options) bootBoundFor(n int) time.Duration {
@@ -152,8 +153,10 @@ func main() {
 	flag.IntVar(&o.joinPar, "join-par", 16, "joins in flight at once during bootstrap")
 	flag.DurationVar(&o.poll, "poll", 250*time.Millisecond, "how often convergence is checked during bootstrap")
 	libs := flag.String("libs", "swim,memberlist", "libraries to run")
+	flag.BoolVar(&o.isolate, "isolate", true, "run each cluster in a process of its own (see isolate.go)")
+	childSpec := flag.String(childFlag, "", "internal: run the one cluster this JSON plan describes and print its result")
 	flag.BoolVar(&traceFalse, "trace", false, "log every false death on stderr, and the worst scheduling delay of each second over 100 ms")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the runs themselves only with -isolate=false)")
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file (- for stdout)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")
 	flag.Float64Var(&o.memFraction, "mem-fraction", 0.6, "the search skips an N whose extrapolated memory exceeds this fraction of MemAvailable")
@@ -178,6 +181,10 @@ func main() {
 	}
 	if traceFalse {
 		go traceLag()
+	}
+	if *childSpec != "" {
+		runChild(*childSpec, o)
+		return
 	}
 	stopProfile := func() {}
 	if *cpuProfile != "" {
@@ -290,7 +297,7 @@ func run(o *options) *report {
 					continue // memberlist runs its LAN defaults in both passes
 				}
 				o.logf("%s, %s, N=%d", l, settingsName(matched), n)
-				r := runCluster(libByName(l), plan{n: n, matched: matched, window: o.window, crash: true, loss: o.loss}, o)
+				r := runIsolated(libByName(l), plan{n: n, matched: matched, window: o.window, crash: true, loss: o.loss}, o)
 				if r.Error != "" {
 					o.logf("  error: %s", r.Error)
 				}
@@ -360,7 +367,7 @@ func runSearch(lib library, prior []result, budgetEnd time.Time, o *options) sea
 			return s
 		}
 		o.logf("search: %s, N=%d", lib.name(), n)
-		r := runCluster(lib, plan{n: n, window: o.searchWindow}, o)
+		r := runIsolated(lib, plan{n: n, window: o.searchWindow}, o)
 		st := searchStep{N: n, Stable: r.stable(), Note: stabilityNote(&r), Wall: r.WallSeconds}
 		s.Steps = append(s.Steps, st)
 		o.logf("  N=%d: %s", n, st.Note)

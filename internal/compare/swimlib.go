@@ -102,7 +102,7 @@ type swimTransport struct {
 	err     error
 }
 
-var _ swim.Transport = (*swimTransport)(nil)
+var _ swim.PacketHandlerTransport = (*swimTransport)(nil)
 
 func newSwimTransport(c *counters, maxStreams int) (*swimTransport, error) {
 	nt, err := swim.NewNetTransport(&swim.NetTransportConfig{
@@ -150,6 +150,10 @@ func (t *swimTransport) WriteTo(b []byte, to netip.AddrPort) error {
 }
 
 func (t *swimTransport) Packets() <-chan swim.IncomingPacket { return t.inner.Packets() }
+
+// HandlePackets passes the handler on, so that swim handles packets on the
+// reader goroutine here as it does over a bare NetTransport.
+func (t *swimTransport) HandlePackets(h func(swim.IncomingPacket)) { t.inner.HandlePackets(h) }
 
 func (t *swimTransport) DialStream(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
 	conn, err := t.inner.DialStream(ctx, to)
