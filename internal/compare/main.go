@@ -153,6 +153,7 @@ func main() {
 	flag.IntVar(&o.joinPar, "join-par", 16, "joins in flight at once during bootstrap")
 	flag.DurationVar(&o.poll, "poll", 250*time.Millisecond, "how often convergence is checked during bootstrap")
 	libs := flag.String("libs", "swim,memberlist", "libraries to run")
+	flag.BoolVar(&swimDirect, "swim-direct", true, "swim handles packets on the transport's reader goroutine (false: through the Packets channel)")
 	flag.BoolVar(&o.isolate, "isolate", true, "run each cluster in a process of its own (see isolate.go)")
 	childSpec := flag.String(childFlag, "", "internal: run the one cluster this JSON plan describes and print its result")
 	flag.BoolVar(&traceFalse, "trace", false, "log every false death on stderr, and the worst scheduling delay of each second over 100 ms")

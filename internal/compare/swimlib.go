@@ -54,6 +54,9 @@ func (swimLib) start(i int, c *counters, rec *recorder, matched bool) (member, e
 	cfg.BindAddr = "127.0.0.1"
 	cfg.BindPort = 0
 	cfg.Transport = t
+	if !swimDirect {
+		cfg.Transport = channelOnly{t}
+	}
 	cfg.Events = swim.EventFunc(func(e swim.Event) {
 		if e.Kind == swim.EventLeave {
 			rec.gone(i, e.Member.Name)
@@ -150,6 +153,14 @@ func (t *swimTransport) WriteTo(b []byte, to netip.AddrPort) error {
 }
 
 func (t *swimTransport) Packets() <-chan swim.IncomingPacket { return t.inner.Packets() }
+
+// swimDirect (-swim-direct) lets swim handle packets on the transport's
+// reader goroutine (PacketHandlerTransport); off, packets reach its loop
+// through the Packets channel, for comparing the two.
+var swimDirect = true
+
+// channelOnly hides HandlePackets from swim.
+type channelOnly struct{ swim.Transport }
 
 // HandlePackets passes the handler on, so that swim handles packets on the
 // reader goroutine here as it does over a bare NetTransport.
