@@ -135,7 +135,7 @@ type Memberlist struct {
 	cfg       Config
 	logger    *zap.Logger
 	transport Transport
-	machine   *Machine // written by the loop goroutine only, once New returns
+	machine   *Machine // fed under mu only (the loop, or receive), once New returns
 
 	// mu guards the machine and the loop's bookkeeping below. The loop
 	// holds it from each wake-up to the end of its pass, never while it

@@ -38,9 +38,10 @@ type inboundReply struct {
 }
 
 // startStream runs one outbound exchange on a goroutine of its own. It runs
-// on the loop goroutine. With every slot taken, the exchange is not started
-// and fails at once; the loop reports that on its next pass (the machine may
-// not be re-entered from its own output).
+// under ml.mu, on the loop or on the transport's reader goroutine (receive).
+// With every slot taken, the exchange is not started and fails at once; the
+// loop reports that on its next pass (the machine may not be re-entered from
+// its own output).
 func (ml *Memberlist) startStream(req StreamRequest) {
 	select {
 	case ml.outSem <- struct{}{}:
