@@ -142,9 +142,8 @@ type Config struct {
 	// FinalCheck makes a member ping a suspect once more, carrying the
 	// suspicion, before declaring it dead (Apache Geode's final check; the
 	// ping is repeated halfway through if unanswered, so one lost packet
-	// does not kill); an
-	// answer restarts the suspicion instead, and the refutation the ping
-	// provokes normally ends it. It adds at most ProbeTimeout to detection
+	// does not kill); an answer restarts the suspicion instead, and the
+	// refutation the ping provokes normally ends it. It adds at most ProbeTimeout to detection
 	// and turns a refutation lost to packet loss into no false death.
 	// Default true.
 	FinalCheck bool

@@ -117,8 +117,8 @@ type machineState struct {
 	// (even once it has left): the order of aligned probing, and the pool
 	// of random choices.
 	ring       ringList
-	byName     *ringList // the live members by name, once appendLive was called (table.go)
-	watchClock bool      // a real-time driver: a late Tick means we were not running (health.go)
+	byName     *ringList // the live members by name, once indexNames was called (table.go)
+	watchClock bool      // a real-time driver: a decision taken late means we were not running (health.go)
 	selfPos    int       // this member's index in ring, cached
 	selfPosAt  uint64    // ring.mods+1 when selfPos was computed; 0: never
 	probeRound int64     // the aligned round of the next probe

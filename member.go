@@ -288,11 +288,7 @@ func New(cfg *Config) (*Memberlist, error) {
 func (ml *Memberlist) Members() []Member {
 	ml.mu.RLock()
 	defer ml.mu.RUnlock()
-	out := ml.machine.appendLive(make([]Member, 0, ml.machine.NumMembers()))
-	for i := range out {
-		out[i].Meta = bytes.Clone(out[i].Meta)
-	}
-	return out
+	return ml.machine.appendLive(make([]Member, 0, ml.machine.NumMembers()))
 }
 
 // NumMembers counts the live members, this one included, as Members would

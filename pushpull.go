@@ -154,10 +154,10 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 // merged.
 func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, err error) error {
 	pending, ok := m.streams[id]
-	kind := pending.kind
 	if !ok {
 		return ErrUnknownStream
 	}
+	kind := pending.kind
 	delete(m.streams, id)
 	if kind == streamPing {
 		return m.handleStreamPingReply(now, id, resp, err)

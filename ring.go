@@ -7,12 +7,12 @@ import (
 
 // ringList is the probe ring: the live members' name ids in ring order (by
 // ring key, then name). The same structure, ordered by name, is the name
-// index of the live members (table.go). A plain sorted slice costs O(N) per insert, and a
-// member learns of N members as a cluster forms, so building the view of a
-// 10,000-member cluster would move 200 MB per member; here the ids are kept
-// in blocks of at most ringBlockMax, so an insert or removal moves at most
-// one block, and positional access walks the block lengths (N/ringBlockMax
-// of them at most twice that).
+// index of the live members (table.go). A plain sorted slice costs O(N) per
+// insert, and a member learns of N members as a cluster forms, so building
+// the view of a 10,000-member cluster would move 200 MB per member; here
+// the ids are kept in blocks of at most ringBlockMax, so an insert or
+// removal moves at most one block, and positional access walks the block
+// lengths (N/ringBlockMax of them at most twice that).
 type ringList struct {
 	blocks [][]uint32
 	n      int

@@ -234,6 +234,29 @@ type finalCheck struct {
 	retried     bool
 }
 
+// arm (re)starts the check's clock at now: the retry halfway through, the
+// verdict at the end.
+func (fc *finalCheck) arm(now time.Time, timeout time.Duration) {
+	fc.retryAt = now.Add(timeout / 2)
+	fc.expires = now.Add(timeout)
+	fc.retried = false
+}
+
+// ping is the check's ping: every one of them carries the same sequence
+// number, so an ack to any of them answers the check.
+func (fc *finalCheck) ping(from string) *wire.Ping {
+	return &wire.Ping{Seq: fc.seq, Target: fc.name, From: from}
+}
+
+// checked returns the suspect fc is about while it is still suspect at the
+// checked incarnation, nil once it refuted, died or was forgotten.
+func (m *Machine) checked(fc *finalCheck) *memberState {
+	if mem := m.lookup(fc.name); mem != nil && mem.state() == StateSuspect && mem.inc() == fc.incarnation {
+		return mem
+	}
+	return nil
+}
+
 // accusedBy reports whether name accused the member itself (first or as a
 // confirmation), rather than only relaying the news.
 func (s *suspicion) accusedBy(name string) bool {
@@ -245,17 +268,12 @@ func (s *suspicion) accusedBy(name string) bool {
 // accused it themselves add the TCP check, which keeps a paused member from
 // facing a connection from every member when it resumes.
 func (m *Machine) startFinalCheck(now time.Time, mem *memberState, accuser bool) {
-	fc := &finalCheck{
-		seq:         m.nextSeq(),
-		name:        m.nameOf(mem),
-		incarnation: mem.inc(),
-		retryAt:     now.Add(m.cfg.ProbeTimeout / 2),
-		expires:     now.Add(m.cfg.ProbeTimeout),
-	}
+	fc := &finalCheck{seq: m.nextSeq(), name: m.nameOf(mem), incarnation: mem.inc()}
+	fc.arm(now, m.cfg.ProbeTimeout)
 	m.finalChecks[fc.seq] = fc
 	m.finalFIFO = append(m.finalFIFO, fc)
 	m.stats.FinalChecks++
-	ping := &wire.Ping{Seq: fc.seq, Target: fc.name, From: m.selfName}
+	ping := fc.ping(m.selfName)
 	m.send(m.addrOf(mem), ping)
 	if m.cfg.TCPChecks && accuser && m.tcpCheckAllowed(mem) {
 		// The same check over TCP, for networks that drop UDP or lose
@@ -274,8 +292,7 @@ func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
 	fc.done = true
 	delete(m.finalChecks, fc.seq)
 	m.stats.FinalChecksSaved++
-	mem := m.lookup(fc.name)
-	if mem != nil && mem.state() == StateSuspect && mem.inc() == fc.incarnation {
+	if m.checked(fc) != nil {
 		m.startSuspicion(now, fc.name, fc.incarnation, m.selfName, now)
 	}
 }
@@ -293,8 +310,8 @@ func (m *Machine) retryFinalChecks(now time.Time) {
 			continue
 		}
 		fc.retried = true
-		if mem := m.lookup(fc.name); mem != nil && mem.state() == StateSuspect && mem.inc() == fc.incarnation {
-			m.send(m.addrOf(mem), &wire.Ping{Seq: fc.seq, Target: fc.name, From: m.selfName})
+		if mem := m.checked(fc); mem != nil {
+			m.send(m.addrOf(mem), fc.ping(m.selfName))
 		}
 	}
 }
@@ -324,18 +341,16 @@ func (m *Machine) expireFinalChecks(now time.Time) {
 		if fc.done {
 			continue
 		}
-		mem := m.lookup(fc.name)
-		if mem == nil || mem.state() != StateSuspect || mem.inc() != fc.incarnation {
+		mem := m.checked(fc)
+		if mem == nil {
 			delete(m.finalChecks, fc.seq)
 			continue
 		}
 		if m.lateFor(fc.expires, now) {
 			m.stats.FinalChecksExtended++
-			fc.retryAt = now.Add(m.cfg.ProbeTimeout / 2)
-			fc.expires = now.Add(m.cfg.ProbeTimeout)
-			fc.retried = false
+			fc.arm(now, m.cfg.ProbeTimeout)
 			again = append(again, fc)
-			m.send(m.addrOf(mem), &wire.Ping{Seq: fc.seq, Target: fc.name, From: m.selfName})
+			m.send(m.addrOf(mem), fc.ping(m.selfName))
 			continue
 		}
 		delete(m.finalChecks, fc.seq)

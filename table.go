@@ -321,16 +321,13 @@ func (m *Machine) indexNames() {
 
 // appendLive appends the live members, this one included, to dst in name
 // order, for Memberlist.Members: walking the name index, it neither sorts
-// nor copies the table. Meta aliases the Registry's bytes, which are never
-// written: the caller copies them before handing them out.
+// nor copies the table.
 func (m *Machine) appendLive(dst []Member) []Member {
 	m.indexNames()
 	m.byName.each(func(id uint32) {
-		s := m.entry(id)
-		if !s.live() {
-			return // this member, after it left
+		if s := m.entry(id); s.live() { // not this member after it left
+			dst = append(dst, m.export(s))
 		}
-		dst = append(dst, Member{Name: m.nameOf(s), Addr: m.addrOf(s), Meta: m.metaOf(s), State: s.state(), Incarnation: s.inc()})
 	})
 	return dst
 }

@@ -70,9 +70,11 @@ type NetTransportConfig struct {
 	// AdvertisePort is the port peers use to reach this member; 0 means the
 	// bound port.
 	AdvertisePort int
-	// PacketBuffer is the most received packets waiting for the consumer.
-	// A packet that arrives while that many wait is dropped and counted
-	// (PacketsDropped): the reader never waits for a slow consumer. The
+	// PacketBuffer is the most received packets waiting for the consumer
+	// on Packets. A packet that arrives while that many wait is dropped and
+	// counted (PacketsDropped): the reader never waits for a slow consumer
+	// (with a handler set, HandlePackets, the reader calls it instead and
+	// this bound does not apply). The
 	// first 64 wait in the Packets channel, the rest in a queue that grows
 	// on demand and shrinks as it drains, so memory follows the backlog,
 	// not this bound. Default 1024.

@@ -84,13 +84,14 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -256,40 +257,42 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // parseInts parses a comma-separated list of distinct integers in [lo, hi],
 // sorted.
 func parseInts(s string, lo, hi int) ([]int, error) {
-	var out []int
-	seen := map[int]bool{}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
+	return parseList(s, func(f string) (int, error) {
 		v, err := strconv.Atoi(f)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not an integer", f)
+			return 0, fmt.Errorf("%q is not an integer", f)
 		}
 		if v < lo || v > hi {
-			return nil, fmt.Errorf("%d is out of range [%d, %d]", v, lo, hi)
+			return 0, fmt.Errorf("%d is out of range [%d, %d]", v, lo, hi)
 		}
-		if seen[v] {
-			return nil, fmt.Errorf("%d is listed twice", v)
-		}
-		seen[v] = true
-		out = append(out, v)
-	}
-	sort.Ints(out)
-	return out, nil
+		return v, nil
+	})
 }
 
 // parseFloats parses a comma-separated list of distinct positive numbers,
 // sorted.
 func parseFloats(s string) ([]float64, error) {
-	var out []float64
-	seen := map[float64]bool{}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
+	return parseList(s, func(f string) (float64, error) {
 		v, err := strconv.ParseFloat(f, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", f)
+			return 0, fmt.Errorf("%q is not a number", f)
 		}
 		if !(v > 0 && v <= 100) {
-			return nil, fmt.Errorf("%v is out of range (0, 100]", v)
+			return 0, fmt.Errorf("%v is out of range (0, 100]", v)
+		}
+		return v, nil
+	})
+}
+
+// parseList parses a comma-separated list with parse, refusing repeats,
+// and sorts it.
+func parseList[T cmp.Ordered](s string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	seen := map[T]bool{}
+	for _, f := range strings.Split(s, ",") {
+		v, err := parse(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
 		}
 		if seen[v] {
 			return nil, fmt.Errorf("%v is listed twice", v)
@@ -297,7 +300,7 @@ func parseFloats(s string) ([]float64, error) {
 		seen[v] = true
 		out = append(out, v)
 	}
-	sort.Float64s(out)
+	slices.Sort(out)
 	return out, nil
 }
 
