@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -158,6 +159,56 @@ type Config struct {
 	// events are dropped, counted and logged. Default 1024.
 	EventBuffer int
 
+	// MaxMembers bounds the member table (live, suspect, and dead or left
+	// members not yet forgotten, this one included). A member never heard
+	// of before is refused once the table holds this many, and counted
+	// (Stats.MembersRefused); members already known keep working. A
+	// push-pull announcing more members than this is refused whole before
+	// it is merged. Default 16,384, above the largest clusters measured
+	// (10,000 members).
+	MaxMembers int
+	// MaxStreamBytes bounds one message on a stream (a push-pull, a TCP
+	// ping); a peer announcing more is refused before anything is read.
+	// 0 derives it from MaxMembers and MaxMetaSize: room for a push-pull of
+	// MaxMembers members, each with MaxMetaSize bytes of metadata and a
+	// long name (about 13 MiB at the LAN defaults), at most 32 MiB.
+	MaxStreamBytes int
+	// MaxStreamsPerSource bounds the inbound streams one IP address may
+	// hold open at once; more are refused and counted, so that a single
+	// host cannot take every one of MaxConcurrentStreams slots. Default 4.
+	MaxStreamsPerSource int
+
+	// Keys is the keyring: AES keys of 16, 24 or 32 bytes (AES-128, -192,
+	// -256). With a key, every packet and stream is sealed with AES-GCM
+	// under the first key (the primary), and anything that no installed key
+	// opens, plaintext included, is dropped and counted. Later keys are
+	// accepted, not used: install a new key everywhere, make it primary
+	// everywhere, then remove the old one (Memberlist.InstallKey, UseKey,
+	// RemoveKey), and no member ever sees a packet it cannot open. Empty:
+	// no encryption.
+	Keys [][]byte
+	// Plaintext eases a running cluster into encryption one member at a
+	// time; see PlaintextMode. The zero value, PlaintextRefuse, is the only
+	// safe setting once every member holds the key: leave it there.
+	Plaintext PlaintextMode
+	// Label names the cluster. It travels in every packet and stream, and
+	// is bound into the AES-GCM associated data when encryption is on, so
+	// members of two clusters that share a network (or a key) never merge:
+	// traffic with another label, or none, is dropped and counted. At most
+	// 255 bytes. Default "": no label (and no label accepted).
+	Label string
+	// AllowedCIDRs, if not empty, lists the networks packets and streams
+	// may come from; traffic from any other source address is dropped and
+	// counted before it is decoded. Empty allows every source.
+	AllowedCIDRs []netip.Prefix
+	// StreamTLS, if set, runs every stream over TLS with this
+	// configuration, as server (inbound) and client (outbound): set
+	// Certificates, and RootCAs/ClientCAs with ClientAuth for mutual
+	// authentication, as for any TLS service. Dialled streams verify the
+	// peer's certificate against ServerName when it is set, else against
+	// the peer's IP address. Packets are not affected: use Keys for them.
+	StreamTLS *tls.Config
+
 	// Events receives membership events on a goroutine of its own, in order.
 	// Nil discards them.
 	Events EventHandler
@@ -191,6 +242,8 @@ func DefaultLANConfig() *Config {
 		BroadcastQueueLimit:     4096,
 		MaxConcurrentStreams:    32,
 		EventBuffer:             1024,
+		MaxMembers:              16384,
+		MaxStreamsPerSource:     4,
 		AlignedProbing:          true,
 		PauseTolerance:          5 * time.Second,
 		AwarenessMaxMultiplier:  8,
@@ -329,6 +382,30 @@ func (c *Config) Validate() error {
 		return bad("MaxConcurrentStreams", "must be at least 1")
 	case c.EventBuffer < 1:
 		return bad("EventBuffer", "must be at least 1")
+	case c.MaxMembers < 2:
+		return bad("MaxMembers", "must be at least 2")
+	case c.MaxMembers > wire.MaxPushPullMembers:
+		return bad("MaxMembers", fmt.Sprintf("must be at most %d, is %d", wire.MaxPushPullMembers, c.MaxMembers))
+	case c.MaxStreamBytes < 0 || c.MaxStreamBytes > wire.MaxStreamMessageSize:
+		return bad("MaxStreamBytes", fmt.Sprintf("must be 0..%d, is %d", wire.MaxStreamMessageSize, c.MaxStreamBytes))
+	case c.MaxStreamsPerSource < 1:
+		return bad("MaxStreamsPerSource", "must be at least 1")
+	case len(c.Label) > wire.MaxLabelLen:
+		return bad("Label", fmt.Sprintf("is %d bytes, over %d", len(c.Label), wire.MaxLabelLen))
+	case c.Plaintext > PlaintextSend:
+		return bad("Plaintext", fmt.Sprintf("%d is not a PlaintextMode", c.Plaintext))
+	case c.Plaintext != PlaintextRefuse && len(c.Keys) == 0:
+		return bad("Plaintext", fmt.Sprintf("is %s without Keys: there is nothing to migrate to", c.Plaintext))
+	}
+	for i, k := range c.Keys {
+		if err := checkKey(k); err != nil {
+			return bad(fmt.Sprintf("Keys[%d]", i), err.Error())
+		}
+	}
+	for i, p := range c.AllowedCIDRs {
+		if !p.IsValid() {
+			return bad(fmt.Sprintf("AllowedCIDRs[%d]", i), "is not a valid prefix")
+		}
 	}
 	if c.BindAddr != "" {
 		if _, err := netip.ParseAddr(c.BindAddr); err != nil {
@@ -341,4 +418,77 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// PlaintextMode says what a member that holds keys does about plaintext:
+// the steps of moving a running cluster from plaintext to encryption one
+// member at a time, with no member ever receiving a packet it drops.
+//
+//  1. On every member, one at a time: install the key with PlaintextSend
+//     (it accepts both, still sends plaintext).
+//  2. On every member: PlaintextAccept (it sends encrypted, which every
+//     member can now open, and still accepts plaintext from those not yet
+//     at this step).
+//  3. On every member: PlaintextRefuse (encrypted only).
+//
+// Each step is a restart with the new Config, or, on a running member,
+// Memberlist.SetPlaintext and InstallKey. Turning encryption off runs the
+// same steps backwards.
+type PlaintextMode uint8
+
+const (
+	// PlaintextRefuse: with a key, plaintext is dropped and counted and
+	// everything is sent encrypted. The default, and the only setting that
+	// keeps strangers out.
+	PlaintextRefuse PlaintextMode = iota
+	// PlaintextAccept: sends encrypted under the primary key, accepts
+	// encrypted and plaintext traffic. Temporary: step 2 of the migration.
+	PlaintextAccept
+	// PlaintextSend: sends plaintext, accepts encrypted and plaintext
+	// traffic. Temporary: step 1 of the migration, while some members have
+	// no key yet.
+	PlaintextSend
+)
+
+func (p PlaintextMode) String() string {
+	switch p {
+	case PlaintextRefuse:
+		return "refuse"
+	case PlaintextAccept:
+		return "accept"
+	case PlaintextSend:
+		return "send"
+	}
+	return fmt.Sprintf("PlaintextMode(%d)", uint8(p))
+}
+
+// ParsePlaintextMode parses "refuse", "accept" or "send", as String prints
+// them (for flags).
+func ParsePlaintextMode(s string) (PlaintextMode, error) {
+	for _, p := range []PlaintextMode{PlaintextRefuse, PlaintextAccept, PlaintextSend} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: plaintext mode %q: want refuse, accept or send", ErrInvalidConfig, s)
+}
+
+// checkKey reports why k cannot be an AES key, nil if it can.
+func checkKey(k []byte) error {
+	switch len(k) {
+	case 16, 24, 32:
+		return nil
+	}
+	return fmt.Errorf("is %d bytes: an AES key is 16, 24 or 32", len(k))
+}
+
+// maxStreamBytes is MaxStreamBytes, or the size derived from MaxMembers
+// and MaxMetaSize when it is 0: per member the largest name, address,
+// incarnation and metadata with their headers.
+func (c *Config) maxStreamBytes() int {
+	if c.MaxStreamBytes > 0 {
+		return c.MaxStreamBytes
+	}
+	perMember := c.MaxMetaSize + wire.MaxNameLen + wire.MaxAddrLen + 24
+	return min(c.MaxMembers*perMember+64<<10, wire.MaxStreamMessageSize)
 }

@@ -196,6 +196,28 @@ type MemberlistStats struct {
 	// MaxConcurrentStreams exchanges in the same direction (inbound or
 	// outbound) were already in flight.
 	StreamsRefused uint64
+
+	// Traffic refused before the protocol saw it, packets and streams
+	// alike; each kind is also logged as a warning, at most once per 10 s.
+	//
+	// RefusedSource: the source address is outside Config.AllowedCIDRs.
+	RefusedSource uint64
+	// RefusedLabel: no label, or another one than Config.Label.
+	RefusedLabel uint64
+	// RefusedPlaintext: plaintext while this member requires encryption.
+	RefusedPlaintext uint64
+	// RefusedKey: sealed, but no installed key opens it (a wrong key, a
+	// tampered or truncated packet, or no key installed).
+	RefusedKey uint64
+	// StreamsRefusedPerSource: inbound streams refused because their
+	// source address already held MaxStreamsPerSource.
+	StreamsRefusedPerSource uint64
+	// StreamsTimedOut: inbound streams closed because their first message
+	// did not arrive in time.
+	StreamsTimedOut uint64
+	// StreamsTooLarge: stream messages refused for announcing more than
+	// MaxStreamBytes.
+	StreamsTooLarge uint64
 }
 
 // New starts a member: it validates cfg (returning a *ConfigError naming the

@@ -42,6 +42,8 @@ const (
 	MaxMetaLen = 64 << 10
 	// MaxPushPullMembers bounds the member states in one push-pull.
 	MaxPushPullMembers = 1 << 20
+	// MaxLabelLen bounds a cluster label.
+	MaxLabelLen = 255
 )
 
 // Message is implemented by every message type.
