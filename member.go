@@ -179,6 +179,10 @@ type Memberlist struct {
 	eventsDropped  atomic.Uint64
 	streamsRefused atomic.Uint64
 
+	// keys is the keyring (keyring.go), read by every packet and stream
+	// without a lock.
+	keys keyStore
+
 	// Guarded by mu (API calls run on the loop, under it).
 	joins     map[uint64]*joinWaiter // outbound exchanges a Join waits for
 	leaveDone chan struct{}          // closed when Machine.LeaveDone holds; nil before Leave
@@ -285,6 +289,12 @@ func New(cfg *Config) (*Memberlist, error) {
 		joins:         make(map[uint64]*joinWaiter),
 		kick:          make(chan struct{}, 1),
 	}
+	kr, err := newKeyring(c.Keys, c.Plaintext)
+	if err != nil {
+		_ = transport.Close()
+		return nil, err
+	}
+	ml.keys.cur.Store(kr)
 	machine.indexNames() // kept by the loop, so that Members never has to build it
 	machine.watchClock = true
 	if c.Events != nil {
