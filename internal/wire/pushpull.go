@@ -100,17 +100,25 @@ func IsPushPull(b []byte) bool {
 }
 
 // PushPullView is a push-pull packet checked whole by ParsePushPull, whose
-// members Each reads without copying them.
+// members Each or a PushPullCursor reads without copying them.
 type PushPullView struct {
-	From string
-	Join bool
-	b    []byte
+	From  string
+	Join  bool
+	Count int // members
+	b     []byte
 }
 
 // ParsePushPull checks a stream packet holding one push-pull (see
 // IsPushPull) with the limits and errors of DecodeStreamPacket, and returns
 // its head. The view aliases b.
 func ParsePushPull(b []byte) (*PushPullView, error) {
+	return ParsePushPullLimit(b, MaxPushPullMembers)
+}
+
+// ParsePushPullLimit is ParsePushPull refusing, with an error wrapping
+// ErrTooLarge, a push-pull that announces more than maxMembers members;
+// the count is read first, so such a packet costs nothing to refuse.
+func ParsePushPullLimit(b []byte, maxMembers int) (*PushPullView, error) {
 	if len(b) > MaxStreamMessageSize {
 		return nil, &DecodeError{Err: fmt.Errorf("%w: packet of %d bytes, limit %d", ErrTooLarge, len(b), MaxStreamMessageSize)}
 	}
@@ -118,25 +126,25 @@ func ParsePushPull(b []byte) (*PushPullView, error) {
 		return nil, &DecodeError{Err: fmt.Errorf("%w: not a push-pull packet", ErrMalformed)}
 	}
 	p := &PushPullView{b: b}
-	from, join, err := p.walk(nil)
+	from, join, count, err := p.walk(nil, min(maxMembers, MaxPushPullMembers))
 	if err != nil {
 		return nil, err
 	}
-	p.From, p.Join = string(from), join
+	p.From, p.Join, p.Count = string(from), join, count
 	return p, nil
 }
 
 // Each calls visit with each member, in order.
 func (p *PushPullView) Each(visit func(*MemberView)) {
 	// ParsePushPull checked the packet: the walk cannot fail.
-	_, _, _ = p.walk(visit)
+	_, _, _, _ = p.walk(visit, MaxPushPullMembers)
 }
 
 // walk reads the packet, calling visit (if not nil) with each member.
-func (p *PushPullView) walk(visit func(*MemberView)) (from []byte, join bool, err error) {
+func (p *PushPullView) walk(visit func(*MemberView), maxMembers int) (from []byte, join bool, count int, err error) {
 	d := decoder{b: p.b[2:]}
 	from, join, extra := decodePushPullHead(&d)
-	count := d.arrayLen("Members", 0, MaxPushPullMembers)
+	count = d.arrayLen("Members", 0, maxMembers)
 	if d.err == nil && count > len(d.b)/minMemberStateLen {
 		d.fail("Members", ErrTruncated)
 	}
@@ -149,13 +157,42 @@ func (p *PushPullView) walk(visit func(*MemberView)) (from []byte, join bool, er
 	}
 	d.skip("", extra)
 	if d.err != nil {
-		return nil, false, &DecodeError{Type: TypePushPull, Field: d.field, Err: d.err}
+		return nil, false, 0, &DecodeError{Type: TypePushPull, Field: d.field, Err: d.err}
 	}
 	if len(d.b) != 0 {
-		return nil, false, &DecodeError{Type: TypePushPull, Err: ErrTrailingBytes}
+		return nil, false, 0, &DecodeError{Type: TypePushPull, Err: ErrTrailingBytes}
 	}
-	return from, join, nil
+	return from, join, count, nil
 }
+
+// PushPullCursor reads the members of a checked push-pull one at a time, so
+// that a large one can be applied in slices.
+type PushPullCursor struct {
+	d    decoder
+	left int
+}
+
+// Cursor returns a cursor at the view's first member.
+func (p *PushPullView) Cursor() *PushPullCursor {
+	c := &PushPullCursor{d: decoder{b: p.b[2:]}, left: p.Count}
+	_, _, _ = decodePushPullHead(&c.d)
+	_ = c.d.arrayLen("Members", 0, MaxPushPullMembers)
+	return c
+}
+
+// Next reads the next member into v (aliasing the packet, valid until the
+// next call) and reports false when there is none left.
+func (c *PushPullCursor) Next(v *MemberView) bool {
+	if c.left == 0 || c.d.err != nil {
+		return false
+	}
+	c.left--
+	decodeMemberView(&c.d, v)
+	return c.d.err == nil
+}
+
+// Left is how many members Next has still to read.
+func (c *PushPullCursor) Left() int { return c.left }
 
 // decodePushPullHead reads the push-pull's array header, From and Join; it
 // returns how many fields past the known three follow the members, for the
