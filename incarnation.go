@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -14,6 +15,40 @@ import (
 //   - Only the member itself raises its incarnation: it refutes a suspicion
 //     or a death by announcing alive at a higher incarnation. So a member
 //     declared dead comes back only through its own newer alive message.
+
+// MaxIncarnationJump is how far a delta's incarnation may lie beyond the
+// one held for its member (0 for a member not known yet, our own for this
+// member) before it is taken for a forgery and dropped
+// (Stats.DeltasImplausible). A member raises its incarnation by one per
+// refutation or metadata change, so no real member gets anywhere near 2^32
+// beyond what a peer last saw of it, even across restarts that overtake a
+// previous life; while a single forged delta at 2^64-1 would otherwise
+// leave its member unable to refute ever again. Incarnations also saturate
+// instead of wrapping (nextIncarnation), so even a long run of forgeries,
+// each within the bound, cannot turn one into a small number.
+const MaxIncarnationJump = 1 << 32
+
+// nextIncarnation is inc+1, saturating at the largest incarnation.
+func nextIncarnation(inc uint64) uint64 {
+	if inc == math.MaxUint64 {
+		return inc
+	}
+	return inc + 1
+}
+
+// plausible reports whether a delta at inc about the member held as s (nil:
+// unknown) may be true, counting it when not (see MaxIncarnationJump).
+func (m *Machine) plausible(s *memberState, inc uint64) bool {
+	var known uint64
+	if s != nil {
+		known = s.inc()
+	}
+	if inc > known && inc-known > MaxIncarnationJump {
+		m.stats.DeltasImplausible++
+		return false
+	}
+	return true
+}
 
 // mergeSource says where a delta came from, which decides whether it is
 // passed on.
@@ -39,13 +74,13 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 	if a.Name == m.selfName {
 		// Someone holds a newer incarnation of us, from a previous life
 		// under this name: overtake it.
-		if a.Incarnation > m.self.inc() && m.self.state() == StateAlive {
+		if a.Incarnation > m.self.inc() && m.self.state() == StateAlive && m.plausible(m.self, a.Incarnation) {
 			m.refute(now, a.Incarnation)
 		}
 		return
 	}
 	s := m.lookup(a.Name)
-	if s != nil && a.Incarnation <= s.inc() {
+	if s != nil && a.Incarnation <= s.inc() || !m.plausible(s, a.Incarnation) {
 		return
 	}
 	addr, err := wire.DecodeAddr(a.Addr)
@@ -54,6 +89,10 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		return
 	}
 	if s == nil {
+		if m.tableSize() >= m.cfg.MaxMembers {
+			m.stats.MembersRefused++
+			return
+		}
 		s = m.addEntry(a.Name, addr, a.Meta, StateAlive, a.Incarnation, now)
 		m.dropReconnect(a.Name)
 		m.ringInsert(s)
@@ -101,7 +140,7 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 		return
 	}
 	s := m.lookup(d.Name)
-	if s == nil || !s.live() || d.Incarnation < s.inc() {
+	if s == nil || !s.live() || d.Incarnation < s.inc() || !m.plausible(s, d.Incarnation) {
 		return
 	}
 	// Anchor where the accuser did (Geode: at the last moment the member
@@ -155,7 +194,7 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 		return
 	}
 	s := m.lookup(d.Name)
-	if s == nil || d.Incarnation < s.inc() {
+	if s == nil || d.Incarnation < s.inc() || !m.plausible(s, d.Incarnation) {
 		return
 	}
 	if !s.live() {
@@ -173,6 +212,14 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 			m.version++
 			m.queueBroadcast(d.Name, d)
 		}
+		return
+	}
+	if d.Left {
+		// A leave is final for the applications (a Raft layer removes a
+		// voter that left at once, while it gives a dead one a grace
+		// period), and anyone can forge one at the incarnation a
+		// push-pull reveals: ask the member first.
+		m.startLeaveCheck(now, s, d)
 		return
 	}
 	m.declareDead(now, s, d.Incarnation, d.From, d.Left)
@@ -203,7 +250,7 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 // refutation, a rumor that died out too early under loss. Re-announcing our
 // current alive, without raising the incarnation, lets it catch up.
 func (m *Machine) selfAccused(now time.Time, inc uint64) {
-	if m.self.state() != StateAlive {
+	if m.self.state() != StateAlive || !m.plausible(m.self, inc) {
 		return
 	}
 	if inc >= m.self.inc() {
@@ -226,7 +273,7 @@ func (m *Machine) selfAccused(now time.Time, inc uint64) {
 // of anyone (after a partition heals, everyone on both sides); waiting for
 // the periodic push-pull would leave such holes for a minute or more.
 func (m *Machine) selfDeclaredDead(now time.Time, inc uint64) {
-	if m.self.state() == StateAlive && inc >= m.self.inc() {
+	if m.self.state() == StateAlive && inc >= m.self.inc() && inc-m.self.inc() <= MaxIncarnationJump {
 		m.scheduleFollowUps(now)
 	}
 	m.selfAccused(now, inc)
@@ -237,7 +284,7 @@ func (m *Machine) selfDeclaredDead(now time.Time, inc uint64) {
 // everywhere it spreads (SWIM §4.2).
 func (m *Machine) refute(now time.Time, seen uint64) {
 	m.stats.Refutations++
-	m.self.setInc(seen + 1)
+	m.self.setInc(nextIncarnation(seen))
 	m.version++
 	m.broadcastSelfAlive()
 }
@@ -286,6 +333,12 @@ func (m *Machine) reap(now time.Time) {
 		m.dead = m.dead[1:]
 		s := m.entry(d.id)
 		if s.state() == StateDead && m.cfg.ReconnectInterval > 0 {
+			if len(m.reconnect) >= m.cfg.MaxMembers {
+				// Bounded like the table it comes from: invented members
+				// that die must not pile up here for ReconnectTimeout.
+				m.reconnect = m.reconnect[1:]
+				m.stats.MembersRefused++
+			}
 			m.reconnect = append(m.reconnect, reconnectEntry{name: m.nameOf(s), addr: m.addrOf(s), since: d.since})
 		}
 		m.removeEntry(s)

@@ -143,7 +143,7 @@ func TestPrecedence(t *testing.T) {
 			h := newMT(t, mtConfig())
 			h.join(mtMember(b, StateAlive, 5), mtMember(2, StateAlive, 1), mtMember(3, StateAlive, 1))
 			if tc.have != dAlive {
-				h.feed(mtStranger, deltaMsg(tc.have, b, 5))
+				h.feedConfirmed(mtStranger, deltaMsg(tc.have, b, 5))
 			}
 			h.settle()
 			mem, ok := h.m.Member(mtPeer(b))
@@ -151,8 +151,8 @@ func TestPrecedence(t *testing.T) {
 			require.Equal(t, stateOf(tc.have), mem.State, "setup")
 			require.Equal(t, uint64(5), mem.Incarnation, "setup")
 
-			h.feed(mtStranger, deltaMsg(tc.msg, b, tc.inc))
-			out := h.ready()
+			out := h.feedConfirmed(mtStranger, deltaMsg(tc.msg, b, tc.inc))
+			out.Packets = nil
 			mem, ok = h.m.Member(mtPeer(b))
 			require.True(t, ok)
 			gossip := deltasAbout(h.piggyback(), mtPeer(b))

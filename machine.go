@@ -129,6 +129,11 @@ type machineState struct {
 	seq        uint32
 	relays     map[uint32]*relay
 	relayFIFO  []*relay
+	// relayTokens is a token bucket bounding the ping-reqs served: one
+	// token each, maxRelayBurst at most, refilled at maxRelayBurst per
+	// ProbeInterval (probe.go).
+	relayTokens   float64
+	relayTokensAt time.Time
 
 	// suspicion (suspicion.go)
 	suspicions  map[string]*suspicion
@@ -152,6 +157,11 @@ type machineState struct {
 	seedsUntil    time.Time
 
 	leaveBroadcast *broadcast
+
+	// large push-pulls being applied a slice per Tick (pushpull.go), and
+	// when the last slice was: the next is due at once
+	merges  []*pendingMerge
+	mergeAt time.Time
 
 	health int  // local health score, Lifeguard §IV-A (health.go)
 	urgent bool // widen the next gossip round (a death we declared)
@@ -195,6 +205,11 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 		m.nextProbe = now.Add(m.jitter(cfg.ProbeInterval))
 	}
 	m.nextGossip = now
+	// Sequence numbers start at a random point, so that a stranger cannot
+	// answer probes it never saw by spraying small numbers.
+	m.seq = m.rng.Uint32()
+	m.relayTokens = maxRelayBurst
+	m.relayTokensAt = now
 	if cfg.PushPullInterval > 0 {
 		m.nextPushPull = now.Add(cfg.PushPullInterval/2 + m.jitter(cfg.PushPullInterval))
 	}
@@ -324,6 +339,9 @@ func (m *Machine) NextDeadline() time.Time {
 	if len(m.reconnect) > 0 {
 		earliest(m.reconnect[0].since.Add(m.cfg.ReconnectTimeout))
 	}
+	if len(m.merges) > 0 {
+		earliest(m.mergeAt)
+	}
 	return d
 }
 
@@ -339,6 +357,7 @@ func (m *Machine) Tick(now time.Time) {
 	m.tickReconnect(now)
 	m.reap(now)
 	m.sweepHeard(now)
+	m.tickMerges(now)
 }
 
 // HandlePacket processes one received UDP packet from the given address.
@@ -351,21 +370,24 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		m.stats.PacketsDropped++
 		return fmt.Errorf("swim: packet from %s: %w", from, err)
 	}
-	if s := m.byAddr(from); s != nil && s != m.self {
-		// Geode: any message from a member counts as a heartbeat.
-		m.markHeard(s, now)
+	sender := m.byAddr(from)
+	if sender == m.self {
+		sender = nil
 	}
-	// Deltas first, requests last: a ping that carries a suspicion of us
-	// (buddy ping, final check) must see the refutation it provokes queued
-	// before its ack is built, so the refutation rides on that ack.
+	if sender != nil {
+		// Geode: any message from a member counts as a heartbeat.
+		m.markHeard(sender, now)
+	}
+	// Deltas first, answers and requests last: a ping that carries a
+	// suspicion of us (buddy ping, final check) must see the refutation it
+	// provokes queued before its ack is built, so the refutation rides on
+	// that ack; and an ack that carries its sender's refutation must find
+	// the refutation applied, so that a check it answers (a final check, a
+	// leave check) sees the member's new incarnation.
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
-		case *wire.Ping, *wire.PingReq:
+		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack:
 			continue
-		case *wire.Ack:
-			m.handleAck(now, from, msg)
-		case *wire.Nack:
-			m.handleNack(now, from, msg)
 		case *wire.Alive:
 			m.handleAlive(now, msg, mergeGossip)
 		case *wire.Suspect:
@@ -380,10 +402,14 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	}
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
+		case *wire.Ack:
+			m.handleAck(now, from, msg)
+		case *wire.Nack:
+			m.handleNack(now, from, msg)
 		case *wire.Ping:
-			m.handlePing(now, from, msg)
+			m.handlePing(now, from, sender, msg, len(data))
 		case *wire.PingReq:
-			m.handlePingReq(now, from, msg)
+			m.handlePingReq(now, from, sender, msg, len(data))
 		}
 	}
 	return nil
@@ -396,20 +422,18 @@ func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
 	// packet.
 	frame, err := wire.AppendFrame(m.frameBuf[:0], msg)
 	if err != nil {
-		// Our own messages are built within the wire limits; failing here
-		// is a bug, not a network condition.
-		panic(fmt.Sprintf("swim: encode %T: %v", msg, err))
+		// Our own messages are built within the wire limits, and what a
+		// peer sent was checked against the same limits on the way in;
+		// a failure is a bug, dropped and counted rather than fatal.
+		m.stats.EncodeErrors++
+		return
 	}
 	m.frameBuf = frame
 	m.frames = append(m.frames[:0], frame)
-	budget := m.cfg.PacketBudget - wire.CompoundHeaderMax - len(frame) - wire.FrameOverheadMax
-	if ping, ok := msg.(*wire.Ping); ok && (m.cfg.BuddyPing || m.finalChecks[ping.Seq] != nil) {
-		// Lifeguard §IV-C (buddy system): a ping to a member we hold
-		// suspect carries the suspicion, so the member learns of it at
-		// once and refutes on its ack, instead of waiting for gossip. A
-		// final check always carries it (Geode).
-		if s := m.lookup(ping.Target); s != nil && s.state() == StateSuspect && m.addrOf(s) == to {
-			if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: ping.Target, Incarnation: s.inc(), From: m.selfName}); err == nil {
+	budget := m.packetBudget() - wire.CompoundHeaderMax - len(frame) - wire.FrameOverheadMax
+	if ping, ok := msg.(*wire.Ping); ok {
+		if claim := m.claimFor(ping, to); claim != nil {
+			if f, err := wire.AppendFrame(nil, claim); err == nil {
 				m.frames = append(m.frames, f)
 				budget -= len(f) + wire.FrameOverheadMax
 			}
@@ -419,10 +443,29 @@ func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
 	m.emit(to, m.frames)
 }
 
+// claimFor is the claim about its target a ping to it carries, nil if
+// none. Lifeguard §IV-C (buddy system): a ping to a member we hold suspect
+// carries the suspicion, so the member learns of it at once and refutes on
+// its ack, instead of waiting for gossip. A final check always carries it
+// (Geode), and a leave check the leave it checks.
+func (m *Machine) claimFor(ping *wire.Ping, to netip.AddrPort) wire.Message {
+	fc := m.finalChecks[ping.Seq]
+	if fc != nil && fc.leave {
+		return fc.claim()
+	}
+	if !m.cfg.BuddyPing && fc == nil {
+		return nil
+	}
+	if s := m.lookup(ping.Target); s != nil && s.state() == StateSuspect && m.addrOf(s) == to {
+		return &wire.Suspect{Name: ping.Target, Incarnation: s.inc(), From: m.selfName}
+	}
+	return nil
+}
+
 // sendGossip queues a packet of pending deltas alone; it reports false when
 // there was nothing to send.
 func (m *Machine) sendGossip(to netip.AddrPort) bool {
-	m.frames, _ = m.bq.take(m.frames[:0], m.cfg.PacketBudget-wire.CompoundHeaderMax, m.retransmitLimit())
+	m.frames, _ = m.bq.take(m.frames[:0], m.packetBudget()-wire.CompoundHeaderMax, m.retransmitLimit())
 	if len(m.frames) == 0 {
 		return false
 	}
@@ -447,11 +490,40 @@ func (m *Machine) retransmitLimit() int {
 	return m.cfg.RetransmitMult * max(2, int(math.Ceil(math.Log10(n))))
 }
 
-// queueBroadcast encodes msg and queues it for dissemination about name.
+// sendPlain queues a packet carrying msg alone, with no deltas, if it is at
+// most limit bytes: the answer to a sender that is not a member, which must
+// get no more bytes back than it sent (a spoofed source would turn gossip
+// into amplification). A larger answer is not sent (PacketsDropped).
+func (m *Machine) sendPlain(to netip.AddrPort, msg wire.Message, limit int) {
+	frame, err := wire.AppendFrame(m.frameBuf[:0], msg)
+	if err != nil {
+		m.stats.EncodeErrors++
+		return
+	}
+	if 1+len(frame) > limit { // a packet of one frame: version byte and frame
+		m.stats.PacketsDropped++
+		return
+	}
+	m.frameBuf = frame
+	m.frames = append(m.frames[:0], frame)
+	m.emit(to, m.frames)
+}
+
+// packetBudget is the most bytes of a packet the Machine builds: the
+// configured budget less what the driver's envelope (cluster label,
+// encryption) may add.
+func (m *Machine) packetBudget() int {
+	return m.cfg.PacketBudget - wire.EnvelopeOverhead(len(m.cfg.Label))
+}
+
+// queueBroadcast encodes msg and queues it for dissemination about name. A
+// message that does not encode (a bug: deltas from peers passed the same
+// limits on the way in) is counted and not queued; the result is then nil.
 func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
 	frame, err := wire.AppendFrame(nil, msg)
 	if err != nil {
-		panic(fmt.Sprintf("swim: encode %T: %v", msg, err))
+		m.stats.EncodeErrors++
+		return nil
 	}
 	return m.bq.queue(name, frame)
 }
@@ -466,6 +538,11 @@ type Stats struct {
 	PacketsSent, PacketsReceived uint64
 	BytesSent, BytesReceived     uint64
 	PacketsDropped               uint64 // malformed or unknown
+	EncodeErrors                 uint64 // own messages that did not encode (a bug; dropped, not sent)
+	MembersRefused               uint64 // new members not added: the table held MaxMembers
+	DeltasImplausible            uint64 // incarnations beyond MaxIncarnationJump of what is known, dropped
+	AcksRefused                  uint64 // acks and nacks from an address that was not asked
+	PushPullsRefused             uint64 // push-pulls over MaxMembers, or over the merges in progress
 	Probes, ProbesFailed         uint64
 	ProbesSavedByTraffic         uint64 // ack lost, but the target was heard from during the probe
 	TCPProbesSaved               uint64 // UDP failed, the fallback TCP ping answered
@@ -475,13 +552,14 @@ type Stats struct {
 	SuspicionsWithheld           uint64 // failed probes whose relays all stayed silent: no accusation
 	SuspicionsSavedByTraffic     uint64 // suspect heard from since it was accused, not declared dead
 	PingReqsSent, PingReqsServed uint64
-	PingReqsRefused              uint64 // over the bound on relays in flight
+	PingReqsRefused              uint64 // from a stranger, for a target or address not known, or over the rate or the bound in flight
 	SuspicionsRaised             uint64
 	Refutations                  uint64
 	Reasserts                    uint64 // stale accusations answered with our current alive
 	DeathsDeclared               uint64
 	FinalChecks                  uint64 // suspects pinged once more before being declared dead
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
+	LeaveChecks                  uint64 // leaves reported by others, checked with the member before they count
 	FinalChecksExtended          uint64 // final checks run again, not ended, because we expired them late (health.go)
 	ProbesInconclusive           uint64 // failed probes ended late: no accusation (health.go)
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit

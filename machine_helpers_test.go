@@ -108,6 +108,9 @@ func (h *mt) join(members ...wire.MemberState) {
 	reply, err := wire.AppendPacket(nil, &wire.PushPull{From: "seed", Members: members})
 	require.NoError(h.t, err)
 	require.NoError(h.t, h.m.HandleStreamResponse(h.now, ids[0], reply, nil))
+	for len(h.m.merges) > 0 { // a large view is merged a slice per Tick
+		h.m.tickMerges(h.now)
+	}
 	h.m.Ready()
 }
 
@@ -295,17 +298,30 @@ func (p mtPkt) isGossipOnly() bool {
 }
 
 // piggyback makes the Machine send one packet (the ack of a ping from a
-// stranger) and returns the deltas riding on it: what is queued for gossip.
-// Other outputs produced meanwhile are discarded.
+// member: a stranger's ping gets a bare ack) and returns the deltas riding
+// on it: what is queued for gossip. Other outputs produced meanwhile are
+// discarded. The Machine must know a live member besides itself.
 func (h *mt) piggyback() []wire.Message {
 	h.t.Helper()
 	h.m.Ready()
+	var asker netip.AddrPort
+	h.m.ring.each(func(id uint32) {
+		if s := h.m.entry(id); s != h.m.self && !asker.IsValid() {
+			asker = h.m.addrOf(s)
+		}
+	})
+	for _, d := range h.m.dead {
+		if !asker.IsValid() {
+			asker = h.m.addrOf(h.m.entry(d.id)) // still a member we know
+		}
+	}
+	require.True(h.t, asker.IsValid(), "piggyback needs a member to ask")
 	const seq = 0xfeed
-	h.feed(mtStranger, &wire.Ping{Seq: seq, Target: mtSelf, From: "stranger"})
+	h.feed(asker, &wire.Ping{Seq: seq, Target: mtSelf, From: "asker"})
 	out := h.ready()
 	var found []mtPkt
 	for _, p := range out.Packets {
-		if p.To == mtStranger {
+		if p.To == asker {
 			found = append(found, p)
 		}
 	}
@@ -434,4 +450,40 @@ func (h *mt) run(until time.Time, silent map[netip.AddrPort]bool) mtOut {
 // mtAlive is peer i's alive message at inc.
 func mtAlive(i int, inc uint64) *wire.Alive {
 	return &wire.Alive{Name: mtPeer(i), Addr: wire.EncodeAddr(mtPeerAddr(i)), Incarnation: inc}
+}
+
+// feedConfirmed feeds msgs as feed does, then answers every leave check the
+// Machine starts (a ping carrying a leave) with the bare ack of a member
+// that did leave, and returns all the outputs: the leave reported by
+// hearsay, confirmed by the member.
+func (h *mt) feedConfirmed(from netip.AddrPort, msgs ...wire.Message) mtOut {
+	h.t.Helper()
+	h.feed(from, msgs...)
+	return h.confirmLeaves(h.ready())
+}
+
+// confirmLeaves answers the leave checks among out's packets as a member
+// that did leave would, and returns out with the outputs that followed.
+func (h *mt) confirmLeaves(out mtOut) mtOut {
+	h.t.Helper()
+	for _, p := range out.Packets {
+		var ping *wire.Ping
+		leave := false
+		for _, msg := range p.Msgs {
+			switch msg := msg.(type) {
+			case *wire.Ping:
+				ping = msg
+			case *wire.Dead:
+				leave = leave || msg.Left && msg.Name == ping.Target
+			}
+		}
+		if ping != nil && leave {
+			h.feed(p.To, &wire.Ack{Seq: ping.Seq})
+			more := h.ready()
+			out.Packets = append(out.Packets, more.Packets...)
+			out.Streams = append(out.Streams, more.Streams...)
+			out.Events = append(out.Events, more.Events...)
+		}
+	}
+	return out
 }

@@ -24,11 +24,36 @@ type probeRound struct {
 	nacksExpected, nacksReceived int
 	tcpID                        uint64 // fallback TCP ping in flight, 0 if none
 	incarnation                  uint64 // the target's when the probe started
+	// relays are the members asked to ping the target: only they may
+	// relay its ack, each may nack once.
+	relays []probeRelay
+}
+
+// probeRelay is a member asked to ping a probe's target.
+type probeRelay struct {
+	addr   netip.AddrPort
+	nacked bool
+}
+
+// answeredBy reports whether an ack from addr answers p: it must come from
+// the target itself or from a relay that was asked. Anyone else could only
+// have guessed the sequence number.
+func (m *Machine) answeredBy(p *probeRound, addr netip.AddrPort) bool {
+	if addr == m.addrOf(p.target) {
+		return true
+	}
+	for _, r := range p.relays {
+		if r.addr == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // relay is a ping this member sends on behalf of a ping-req requester.
 type relay struct {
 	seq          uint32 // our ping's sequence number
+	target       netip.AddrPort
 	requester    netip.AddrPort
 	requesterSeq uint32
 	nackAt       time.Time // when to tell the requester the target is silent
@@ -255,6 +280,7 @@ func (m *Machine) startIndirect(now time.Time, p *probeRound) {
 		if m.cfg.Nacks {
 			p.nacksExpected++
 		}
+		p.relays = append(p.relays, probeRelay{addr: m.addrOf(peer)})
 		m.send(m.addrOf(peer), req)
 	}
 	if m.cfg.TCPChecks && m.tcpCheckAllowed(p.target) {
@@ -305,7 +331,9 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 		return
 	}
 	if p.nacksExpected > 0 {
-		missing := p.nacksExpected - p.nacksReceived
+		// Each relay nacks at most once (handleNack), so this is never
+		// negative.
+		missing := max(p.nacksExpected-p.nacksReceived, 0)
 		m.stats.NacksMissing += uint64(missing)
 		m.adjustHealth(missing)
 		if p.nacksReceived == 0 {
@@ -350,15 +378,24 @@ func (m *Machine) randomLive(n int, exclude *memberState) []*memberState {
 	return out
 }
 
-// handlePing answers a ping addressed to this member with an ack.
-func (m *Machine) handlePing(now time.Time, from netip.AddrPort, p *wire.Ping) {
+// handlePing answers a ping addressed to this member with an ack. sender is
+// the member at the ping's source address, nil if none: a stranger (or a
+// member we have not heard of yet) gets the bare ack, no piggybacked
+// deltas, and only when the ack is no larger than its ping, so that a
+// spoofed source address cannot make us send more than the spoofer did.
+func (m *Machine) handlePing(now time.Time, from netip.AddrPort, sender *memberState, p *wire.Ping, size int) {
 	if p.Target != "" && p.Target != m.selfName {
 		// Another member used to live at this address; staying silent
 		// lets the prober find out that its target is gone.
 		m.stats.PacketsDropped++
 		return
 	}
-	m.send(from, &wire.Ack{Seq: p.Seq})
+	ack := &wire.Ack{Seq: p.Seq}
+	if sender == nil {
+		m.sendPlain(from, ack, size)
+		return
+	}
+	m.send(from, ack)
 }
 
 // maxRelays bounds the ping-reqs served at once. A member receives about
@@ -367,20 +404,48 @@ func (m *Machine) handlePing(now time.Time, from netip.AddrPort, p *wire.Ping) {
 // costs the requester one of its k paths.
 const maxRelays = 1024
 
+// maxRelayBurst bounds the rate of ping-reqs served: at most this many at
+// once, refilled at this many per ProbeInterval. Across the cluster a member
+// receives about IndirectChecks·(failed probes)/N a round, a fraction of
+// one even when a tenth of the cluster fails at once; a requester over the
+// rate is a storm or abuse, and a refusal costs it one of its k paths.
+const maxRelayBurst = 64
+
+// takeRelayToken reports whether a ping-req may be served now.
+func (m *Machine) takeRelayToken(now time.Time) bool {
+	if el := now.Sub(m.relayTokensAt); el > 0 {
+		m.relayTokens = min(maxRelayBurst, m.relayTokens+float64(maxRelayBurst)*float64(el)/float64(m.cfg.ProbeInterval))
+		m.relayTokensAt = now
+	}
+	if m.relayTokens < 1 {
+		return false
+	}
+	m.relayTokens--
+	return true
+}
+
 // handlePingReq pings the target on the requester's behalf (SWIM §3.1).
-func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, r *wire.PingReq) {
+// It is served only for a live member (sender, the member at the source
+// address) and at a bounded rate: otherwise anyone could have us ping any
+// address. size is the request's packet size.
+func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, sender *memberState, r *wire.PingReq, size int) {
 	addr, err := wire.DecodeAddr(r.TargetAddr)
 	if err != nil {
 		m.stats.PacketsDropped++
 		return
 	}
-	if len(m.relays) >= maxRelays {
+	if sender == nil || !sender.live() || addr == m.addrOf(m.self) {
+		m.stats.PingReqsRefused++
+		return
+	}
+	if len(m.relays) >= maxRelays || !m.takeRelayToken(now) {
 		m.stats.PingReqsRefused++
 		return
 	}
 	m.stats.PingReqsServed++
 	rl := &relay{
 		seq:          m.nextSeq(),
+		target:       addr,
 		requester:    from,
 		requesterSeq: r.Seq,
 		// Lifeguard §IV-A: the nack goes out at 80% of the probe
@@ -390,20 +455,44 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, r *wire.Ping
 	}
 	m.relays[rl.seq] = rl
 	m.relayFIFO = append(m.relayFIFO, rl)
-	m.send(addr, &wire.Ping{Seq: rl.seq, Target: r.Target, From: m.selfName})
+	ping := &wire.Ping{Seq: rl.seq, Target: r.Target, From: m.selfName}
+	if target := m.lookup(r.Target); target == nil || target == m.self || m.addrOf(target) != addr {
+		// A target we do not know there (the requester may well know
+		// better: a member that just joined or moved) gets the bare ping,
+		// so that a ping-req forged in a member's name reflects no more
+		// bytes than it carried.
+		m.sendPlain(addr, ping, size)
+		return
+	}
+	m.send(addr, ping)
 }
 
 // handleAck completes our probe or relays an ack to a ping-req requester.
+// An ack counts only from the address it was asked of (the target, or a
+// relay asked): a stranger would have had to guess the sequence number, and
+// one who saw the ping could still not fake an answer from elsewhere.
 func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 	if p := m.findProbe(a.Seq); p != nil {
+		if !m.answeredBy(p, from) {
+			m.stats.AcksRefused++
+			return
+		}
 		m.probeSucceeded(p)
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {
+		if mem := m.lookup(fc.name); mem == nil || m.addrOf(mem) != from {
+			m.stats.AcksRefused++
+			return
+		}
 		m.finalCheckAnswered(now, fc)
 		return
 	}
 	if rl, ok := m.relays[a.Seq]; ok {
+		if from != rl.target {
+			m.stats.AcksRefused++
+			return
+		}
 		delete(m.relays, a.Seq)
 		rl.done = true
 		m.send(rl.requester, &wire.Ack{Seq: rl.requesterSeq})
@@ -411,12 +500,22 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 }
 
 // handleNack notes a relay's report that the target stayed silent: the
-// relay is reachable, so our own link works (Lifeguard §IV-A).
+// relay is reachable, so our own link works (Lifeguard §IV-A). Only a relay
+// that was asked counts, once.
 func (m *Machine) handleNack(now time.Time, from netip.AddrPort, n *wire.Nack) {
-	m.stats.NacksReceived++
-	if p := m.findProbe(n.Seq); p != nil {
-		p.nacksReceived++
+	p := m.findProbe(n.Seq)
+	if p == nil {
+		return
 	}
+	for i := range p.relays {
+		if r := &p.relays[i]; r.addr == from && !r.nacked {
+			r.nacked = true
+			m.stats.NacksReceived++
+			p.nacksReceived++
+			return
+		}
+	}
+	m.stats.AcksRefused++
 }
 
 // expireRelays sends the nacks that are due and forgets relayed pings whose
@@ -459,7 +558,8 @@ func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping, timeout 
 	frames := make([][]byte, 0, 2)
 	f, err := wire.AppendFrame(nil, ping)
 	if err != nil {
-		panic(fmt.Sprintf("swim: encode ping: %v", err))
+		m.stats.EncodeErrors++
+		return 0
 	}
 	frames = append(frames, f)
 	if target.state() == StateSuspect {

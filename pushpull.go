@@ -29,7 +29,9 @@ func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
 		if addr == m.addrOf(m.self) {
 			continue
 		}
-		ids = append(ids, m.startPushPull(addr, streamJoin))
+		if id, ok := m.startPushPull(addr, streamJoin); ok {
+			ids = append(ids, id)
+		}
 	}
 	if len(seeds) > 0 && m.cfg.ReconnectInterval > 0 {
 		m.seeds = append(m.seeds[:0], seeds...)
@@ -44,7 +46,7 @@ func (m *Machine) Leave(now time.Time) error {
 	if m.self.state() != StateAlive {
 		return ErrLeft
 	}
-	m.self.setInc(m.self.inc() + 1)
+	m.self.setInc(nextIncarnation(m.self.inc()))
 	m.self.setState(StateLeft)
 	m.version++
 	m.probes = nil
@@ -75,15 +77,22 @@ func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
 		return fmt.Errorf("%w: %d bytes, over MaxMetaSize %d", ErrMetaTooLarge, len(meta), m.cfg.MaxMetaSize)
 	}
 	m.setIdentity(m.self, m.addrOf(m.self), meta)
-	m.self.setInc(m.self.inc() + 1)
+	m.self.setInc(nextIncarnation(m.self.inc()))
 	m.version++
 	m.broadcastSelfAlive()
 	return nil
 }
 
-func (m *Machine) startPushPull(to netip.AddrPort, kind streamKind) uint64 {
+// startPushPull queues a push-pull with to; it reports false if our state
+// did not encode (a bug, counted).
+func (m *Machine) startPushPull(to netip.AddrPort, kind streamKind) (uint64, bool) {
+	data, err := m.encodeState(kind == streamJoin)
+	if err != nil {
+		m.stats.EncodeErrors++
+		return 0, false
+	}
 	m.stats.PushPulls++
-	return m.startStream(to, kind, m.encodeState(kind == streamJoin), m.cfg.StreamTimeout)
+	return m.startStream(to, kind, data, m.cfg.StreamTimeout), true
 }
 
 // startStream queues a TCP exchange for the driver and remembers its kind
@@ -97,8 +106,9 @@ func (m *Machine) startStream(to netip.AddrPort, kind streamKind, data []byte, t
 }
 
 // encodeState encodes this member's whole view for a push-pull, straight
-// from the table.
-func (m *Machine) encodeState(join bool) []byte {
+// from the table. The table holds at most MaxMembers, which Validate keeps
+// within what a push-pull may carry, so an error here is a bug.
+func (m *Machine) encodeState(join bool) ([]byte, error) {
 	w := wire.NewPushPullWriter(nil, m.selfName, join, m.tableSize())
 	add := func(s *memberState) {
 		w.Add(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s))
@@ -115,22 +125,29 @@ func (m *Machine) encodeState(join bool) []byte {
 	}
 	data, err := w.Bytes()
 	if err != nil {
-		panic(fmt.Sprintf("swim: encode push-pull: %v", err))
+		return nil, fmt.Errorf("swim: encode push-pull: %w", err)
 	}
-	return data
+	return data, nil
 }
 
 // HandleStream processes one stream request received from a peer (a
 // push-pull, or a ping checking this member over TCP) and returns the reply
-// message to write back.
+// message to write back. A push-pull of more than mergeSlice members is
+// applied a slice per Tick from then on (see NextDeadline), so the Machine
+// keeps req until it is done: the caller must not change it.
 func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) ([]byte, error) {
 	if wire.IsPushPull(req) {
 		if err := m.mergeState(now, req, mergePushPull); err != nil {
 			return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
 		}
-		// The reply is built after merging, so a refutation the request
-		// provoked travels back at once.
-		return m.encodeState(false), nil
+		// The reply is built once our own entry was merged, so a
+		// refutation the request provoked travels back at once.
+		reply, err := m.encodeState(false)
+		if err != nil {
+			m.stats.EncodeErrors++
+			return nil, err
+		}
+		return reply, nil
 	}
 	msgs, err := wire.DecodeStreamPacket(req)
 	if err != nil {
@@ -151,7 +168,8 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 
 // HandleStreamResponse reports the outcome of a StreamRequest: the reply, or
 // the error that ended the exchange. It returns nil when the reply was
-// merged.
+// merged (or, for more than mergeSlice members, accepted to be merged a
+// slice per Tick; the Machine keeps resp until then).
 func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, err error) error {
 	pending, ok := m.streams[id]
 	if !ok {
@@ -199,14 +217,83 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 // peer's claim that a member is dead only makes it suspect here (as
 // memberlist does): the member gets the chance to refute that our own probes
 // would have given it, which is what lets two halves of a healed partition
-// merge without killing each other. A malformed packet changes nothing.
+// merge without killing each other. A malformed packet changes nothing, nor
+// does one announcing more than MaxMembers members (refused before it is
+// read).
+//
+// Our own entry is applied first. The rest is applied at once up to
+// mergeSlice members; beyond that, the first slice now and one more at each
+// Tick, so that a driver that holds a lock while it feeds the Machine (as
+// Memberlist does) never holds it for long: merging 100,000 new members
+// takes about a quarter of a second, long enough to miss every ack due
+// meanwhile.
 func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) error {
-	pp, err := wire.ParsePushPull(data)
+	pp, err := wire.ParsePushPullLimit(data, m.cfg.MaxMembers)
 	if err != nil {
+		if errors.Is(err, wire.ErrTooLarge) {
+			m.stats.PushPullsRefused++
+		}
 		return err
 	}
-	pp.Each(func(v *wire.MemberView) { m.mergeMember(now, v, pp.From, src) })
+	if pp.Count > mergeSlice && len(m.merges) >= maxPendingMerges {
+		m.stats.PushPullsRefused++
+		return fmt.Errorf("swim: push-pull of %d members: %d large merges already in progress", pp.Count, len(m.merges))
+	}
+	var v wire.MemberView
+	for c := pp.Cursor(); c.Next(&v); {
+		if string(v.Name) == m.selfName {
+			m.mergeMember(now, &v, pp.From, src)
+			break
+		}
+	}
+	mg := &pendingMerge{cursor: pp.Cursor(), from: pp.From, src: src}
+	if !m.mergeSome(now, mg, mergeSlice) {
+		m.merges = append(m.merges, mg)
+		m.mergeAt = now
+	}
 	return nil
+}
+
+// mergeSlice is how many members of a push-pull are applied per input: a
+// few milliseconds of work when every one of them is new.
+const mergeSlice = 1024
+
+// maxPendingMerges bounds the large push-pulls being applied at once; more
+// are refused. Each holds its packet, up to MaxStreamBytes.
+const maxPendingMerges = 4
+
+// pendingMerge is a push-pull being applied a slice at a time.
+type pendingMerge struct {
+	cursor *wire.PushPullCursor
+	from   string
+	src    mergeSource
+}
+
+// mergeSome applies up to n more members of mg, skipping our own entry
+// (applied first, by mergeState), and reports whether mg is done.
+func (m *Machine) mergeSome(now time.Time, mg *pendingMerge, n int) bool {
+	var v wire.MemberView
+	for range n {
+		if !mg.cursor.Next(&v) {
+			return true
+		}
+		if string(v.Name) != m.selfName {
+			m.mergeMember(now, &v, mg.from, mg.src)
+		}
+	}
+	return mg.cursor.Left() == 0
+}
+
+// tickMerges applies the next slice of the large push-pulls in progress.
+func (m *Machine) tickMerges(now time.Time) {
+	if len(m.merges) == 0 {
+		return
+	}
+	if m.mergeSome(now, m.merges[0], mergeSlice) {
+		m.merges[0] = nil
+		m.merges = m.merges[1:]
+	}
+	m.mergeAt = now
 }
 
 // mergeMember applies one member of a peer's view. The views alias the
@@ -285,12 +372,12 @@ func (m *Machine) tickPushPull(now time.Time) {
 		// every member that joined through it since it answered us.
 		m.joinedVia = netip.AddrPort{}
 		if s := m.byAddr(via); s != nil && s.state() == StateAlive {
-			m.startPushPull(via, streamPushPull)
+			_, _ = m.startPushPull(via, streamPushPull)
 			return
 		}
 	}
 	if peers := m.randomLive(1, nil); len(peers) == 1 {
-		m.startPushPull(m.addrOf(peers[0]), streamPushPull)
+		_, _ = m.startPushPull(m.addrOf(peers[0]), streamPushPull)
 	}
 }
 
@@ -333,7 +420,7 @@ func (m *Machine) tickReconnect(now time.Time) {
 		for _, addr := range m.seeds {
 			if addr != m.addrOf(m.self) {
 				m.stats.Reconnects++
-				m.startPushPull(addr, streamReconnect)
+				_, _ = m.startPushPull(addr, streamReconnect)
 			}
 		}
 		return
@@ -361,5 +448,5 @@ func (m *Machine) tickReconnect(now time.Time) {
 		return
 	}
 	m.stats.Reconnects++
-	m.startPushPull(candidates[m.rng.IntN(len(candidates))], streamReconnect)
+	_, _ = m.startPushPull(candidates[m.rng.IntN(len(candidates))], streamReconnect)
 }

@@ -224,6 +224,11 @@ func (m *Machine) expireSuspicions(now time.Time) {
 // dead (Geode's final check). It carries the suspicion, so a member that is
 // alive but missed the accusation, or whose refutation missed us, answers
 // with its refutation piggybacked on the ack.
+//
+// The same check, carrying a claim that the member left, confirms a leave
+// reported by anyone but the member (a leave check): a member that did not
+// leave refutes the claim on its ack, one that left answers without a
+// refutation or, once shut down, not at all.
 type finalCheck struct {
 	seq         uint32
 	name        string
@@ -232,6 +237,8 @@ type finalCheck struct {
 	expires     time.Time
 	done        bool
 	retried     bool
+	leave       bool   // a leave check: the member is reported left at incarnation
+	from        string // a leave check: who reported the leave
 }
 
 // arm (re)starts the check's clock at now: the retry halfway through, the
@@ -249,12 +256,54 @@ func (fc *finalCheck) ping(from string) *wire.Ping {
 }
 
 // checked returns the suspect fc is about while it is still suspect at the
-// checked incarnation, nil once it refuted, died or was forgotten.
+// checked incarnation, nil once it refuted, died or was forgotten. For a
+// leave check: the member while it is live and has not refuted the leave.
 func (m *Machine) checked(fc *finalCheck) *memberState {
-	if mem := m.lookup(fc.name); mem != nil && mem.state() == StateSuspect && mem.inc() == fc.incarnation {
+	mem := m.lookup(fc.name)
+	switch {
+	case mem == nil:
+		return nil
+	case fc.leave && mem.live() && mem.inc() <= fc.incarnation:
+		return mem
+	case !fc.leave && mem.state() == StateSuspect && mem.inc() == fc.incarnation:
 		return mem
 	}
 	return nil
+}
+
+// claim is the message a check's ping carries: the suspicion, or the leave.
+func (fc *finalCheck) claim() wire.Message {
+	if fc.leave {
+		return &wire.Dead{Name: fc.name, Incarnation: fc.incarnation, From: fc.from, Left: true}
+	}
+	return &wire.Suspect{Name: fc.name, Incarnation: fc.incarnation, From: fc.from}
+}
+
+// startLeaveCheck asks a live member reported left at d.Incarnation whether
+// it did leave (see finalCheck). One check per member runs at a time; a
+// report at a higher incarnation replaces it.
+func (m *Machine) startLeaveCheck(now time.Time, mem *memberState, d *wire.Dead) {
+	name := m.nameOf(mem)
+	for _, fc := range m.finalFIFO {
+		if fc.leave && !fc.done && fc.name == name {
+			if fc.incarnation >= d.Incarnation {
+				return
+			}
+			fc.done = true
+			delete(m.finalChecks, fc.seq)
+		}
+	}
+	fc := &finalCheck{seq: m.nextSeq(), name: name, incarnation: d.Incarnation, leave: true, from: d.From}
+	fc.arm(now, m.cfg.ProbeTimeout)
+	m.finalChecks[fc.seq] = fc
+	m.finalFIFO = append(m.finalFIFO, fc)
+	m.stats.LeaveChecks++
+	m.send(m.addrOf(mem), fc.ping(m.selfName))
+}
+
+// concludeLeave applies a leave check's verdict: the member left.
+func (m *Machine) concludeLeave(now time.Time, fc *finalCheck, mem *memberState) {
+	m.declareDead(now, mem, fc.incarnation, fc.from, true)
 }
 
 // accusedBy reports whether name accused the member itself (first or as a
@@ -291,6 +340,14 @@ func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
 	}
 	fc.done = true
 	delete(m.finalChecks, fc.seq)
+	if fc.leave {
+		// Answered without refuting (the refutation, carried on the
+		// ack, is applied before it): the member did leave.
+		if mem := m.checked(fc); mem != nil {
+			m.concludeLeave(now, fc, mem)
+		}
+		return
+	}
 	m.stats.FinalChecksSaved++
 	if m.checked(fc) != nil {
 		m.startSuspicion(now, fc.name, fc.incarnation, m.selfName, now)
@@ -354,6 +411,10 @@ func (m *Machine) expireFinalChecks(now time.Time) {
 			continue
 		}
 		delete(m.finalChecks, fc.seq)
+		if fc.leave {
+			m.concludeLeave(now, fc, mem)
+			continue
+		}
 		m.stats.DeathsDeclared++
 		m.declareDead(now, mem, fc.incarnation, m.selfName, false)
 	}
