@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"testing"
 	"time"
 
@@ -377,4 +378,79 @@ func TestLargeMergeInSlices(t *testing.T) {
 	}
 	require.Equal(t, (n-mergeSlice+mergeSlice-1)/mergeSlice, ticks)
 	require.Empty(t, h.m.merges)
+}
+
+// TestTombstones: a member forgotten after its death is remembered by its
+// last incarnation. Older news of it (a replay) is dropped, and the member's
+// old address is told it was declared dead; newer news brings it back; a
+// push-pull with the member itself (restarted under its name) tells it its
+// tombstone, so that it refutes above it.
+func TestTombstones(t *testing.T) {
+	cfg := mtConfig()
+	cfg.GossipToDeadTime = 30 * time.Second
+	cfg.ReconnectTimeout = time.Hour
+	forgotten := func(t *testing.T) *mt {
+		h := newMT(t, cfg)
+		h.joinPeers(3, 4)
+		h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 4, From: mtPeer(2)})
+		h.tick(h.now.Add(cfg.GossipToDeadTime))
+		h.m.Ready()
+		_, known := h.m.Member(mtPeer(1))
+		require.False(t, known, "setup: forgotten")
+		return h
+	}
+	t.Run("old news dropped", func(t *testing.T) {
+		h := forgotten(t)
+		for _, inc := range []uint64{0, 3, 4} {
+			h.feed(mtPeerAddr(2), mtAlive(1, inc))
+		}
+		out := h.ready()
+		_, known := h.m.Member(mtPeer(1))
+		require.False(t, known)
+		require.Empty(t, out.Events)
+		require.Equal(t, uint64(3), h.m.Stats().DeltasStale)
+		var told []wire.Message
+		for _, p := range out.Packets {
+			if p.To == mtPeerAddr(1) {
+				told = append(told, p.Msgs...)
+			}
+		}
+		nudge := &wire.Dead{Name: mtPeer(1), Incarnation: 4, From: mtSelf}
+		n := 0
+		for _, msg := range told {
+			if reflect.DeepEqual(msg, nudge) {
+				n++
+			}
+		}
+		require.Equal(t, 1, n, "the member is told, once")
+	})
+	t.Run("new news accepted", func(t *testing.T) {
+		h := forgotten(t)
+		h.feed(mtPeerAddr(2), mtAlive(1, 5))
+		evs := h.ready().eventsAbout(mtPeer(1))
+		require.Len(t, evs, 1)
+		require.Equal(t, EventJoin, evs[0].Kind)
+	})
+	t.Run("restarted member told its tombstone", func(t *testing.T) {
+		h := forgotten(t)
+		req, err := wire.AppendPacket(nil, &wire.PushPull{From: mtPeer(1), Join: true, Members: []wire.MemberState{mtMember(1, StateAlive, 0)}})
+		require.NoError(t, err)
+		reply, err := h.m.HandleStream(h.now, mtPeerAddr(1), req)
+		require.NoError(t, err)
+		_, known := h.m.Member(mtPeer(1))
+		require.False(t, known, "its alive at 0 is older than its tombstone")
+		msgs, err := wire.DecodeStreamPacket(reply)
+		require.NoError(t, err)
+		require.Contains(t, msgs[0].(*wire.PushPull).Members, mtMember(1, StateDead, 4))
+	})
+	t.Run("reply to our own exchange is first-hand", func(t *testing.T) {
+		h := forgotten(t)
+		ids := h.m.Join(h.now, []netip.AddrPort{mtPeerAddr(1)})
+		reply, err := wire.AppendPacket(nil, &wire.PushPull{From: mtPeer(1), Members: []wire.MemberState{mtMember(1, StateAlive, 4)}})
+		require.NoError(t, err)
+		require.NoError(t, h.m.HandleStreamResponse(h.now, ids[0], reply, nil))
+		mem, known := h.m.Member(mtPeer(1))
+		require.True(t, known)
+		require.Equal(t, StateAlive, mem.State)
+	})
 }

@@ -89,7 +89,11 @@ type Config struct {
 	// 0 disables it. Default 10s.
 	ReconnectInterval time.Duration
 	// ReconnectTimeout is how long a dead member (and the seeds) are
-	// retried before being forgotten. Default 6h (LAN).
+	// retried before being forgotten. It is also how long a forgotten
+	// member's last incarnation is remembered (a tombstone, at most
+	// MaxMembers of them), so that older news about it, such as a replayed
+	// packet, is recognised as old instead of bringing it back. Default 6h
+	// (LAN).
 	ReconnectTimeout time.Duration
 	// StreamTimeout bounds one TCP exchange (join, push-pull). Default 10s.
 	StreamTimeout time.Duration
@@ -384,8 +388,9 @@ func (c *Config) Validate() error {
 		return bad("EventBuffer", "must be at least 1")
 	case c.MaxMembers < 2:
 		return bad("MaxMembers", "must be at least 2")
-	case c.MaxMembers > wire.MaxPushPullMembers:
-		return bad("MaxMembers", fmt.Sprintf("must be at most %d, is %d", wire.MaxPushPullMembers, c.MaxMembers))
+	case c.MaxMembers >= wire.MaxPushPullMembers:
+		// A push-pull carries the table and one tombstone.
+		return bad("MaxMembers", fmt.Sprintf("must be below %d, is %d", wire.MaxPushPullMembers, c.MaxMembers))
 	case c.MaxStreamBytes < 0 || c.MaxStreamBytes > wire.MaxStreamMessageSize:
 		return bad("MaxStreamBytes", fmt.Sprintf("must be 0..%d, is %d", wire.MaxStreamMessageSize, c.MaxStreamBytes))
 	case c.MaxStreamsPerSource < 1:

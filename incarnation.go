@@ -63,6 +63,10 @@ const (
 	// mergeJoin: the state a seed sent us when we joined; everyone else
 	// knows it already, so nothing is passed on.
 	mergeJoin
+	// mergeReply: as mergePushPull, for the reply to an exchange this
+	// member started: first-hand news from the member it chose to ask,
+	// which no third party can replay into the connection.
+	mergeReply
 )
 
 // handleAlive applies an alive delta.
@@ -89,12 +93,22 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		return
 	}
 	if s == nil {
+		if t := m.tombByName[a.Name]; t != nil && a.Incarnation <= t.inc && src != mergeReply && src != mergeJoin {
+			// News from before its death about a member we forgot: a
+			// replay, or a rumor that outlived it. A member really back
+			// announces a higher incarnation; the reply to an exchange
+			// we started (a reconnect after a partition healed) is
+			// first-hand.
+			m.stats.DeltasStale++
+			m.nudge(now, t)
+			return
+		}
 		if m.tableSize() >= m.cfg.MaxMembers {
 			m.stats.MembersRefused++
 			return
 		}
 		s = m.addEntry(a.Name, addr, a.Meta, StateAlive, a.Incarnation, now)
-		m.dropReconnect(a.Name)
+		m.dropTomb(a.Name)
 		m.ringInsert(s)
 		m.addToProbeOrder(s)
 		m.version++
@@ -325,33 +339,79 @@ func (m *Machine) removeDead(s *memberState) {
 	}
 }
 
-// reap forgets members dead or left for GossipToDeadTime. A failed member is
-// still remembered, for ReconnectTimeout, as a reconnect target.
+// reap forgets members dead or left for GossipToDeadTime. Each is still
+// remembered by a tombstone for ReconnectTimeout: a failed member as a
+// reconnect target, and both so that news older than their death is
+// recognised as such.
 func (m *Machine) reap(now time.Time) {
 	for len(m.dead) > 0 && !now.Before(m.dead[0].since.Add(m.cfg.GossipToDeadTime)) {
 		d := m.dead[0]
 		m.dead = m.dead[1:]
 		s := m.entry(d.id)
-		if s.state() == StateDead && m.cfg.ReconnectInterval > 0 {
-			if len(m.reconnect) >= m.cfg.MaxMembers {
-				// Bounded like the table it comes from: invented members
-				// that die must not pile up here for ReconnectTimeout.
-				m.reconnect = m.reconnect[1:]
-				m.stats.MembersRefused++
-			}
-			m.reconnect = append(m.reconnect, reconnectEntry{name: m.nameOf(s), addr: m.addrOf(s), since: d.since})
+		if m.cfg.ReconnectTimeout > 0 {
+			m.addTomb(&tombstone{name: m.nameOf(s), addr: m.addrOf(s), inc: s.inc(), left: s.state() == StateLeft, since: d.since})
 		}
 		m.removeEntry(s)
 		m.version++
 	}
-	for len(m.reconnect) > 0 && !now.Before(m.reconnect[0].since.Add(m.cfg.ReconnectTimeout)) {
-		m.reconnect = m.reconnect[1:]
+	for len(m.tombs) > 0 && !now.Before(m.tombs[0].since.Add(m.cfg.ReconnectTimeout)) {
+		m.popTomb()
 	}
 	if !m.seedsUntil.IsZero() && !now.Before(m.seedsUntil) {
 		m.seeds, m.seedsUntil = nil, time.Time{}
 	}
 }
 
-func (m *Machine) dropReconnect(name string) {
-	m.reconnect = slices.DeleteFunc(m.reconnect, func(e reconnectEntry) bool { return e.name == name })
+// addTomb adds t, first dropping the oldest tombstones while MaxMembers
+// are kept: bounded like the table they come from, so that invented
+// members that die do not pile up for ReconnectTimeout.
+func (m *Machine) addTomb(t *tombstone) {
+	for len(m.tombByName) >= m.cfg.MaxMembers && len(m.tombs) > 0 {
+		m.popTomb()
+	}
+	m.dropTomb(t.name)
+	m.tombs = append(m.tombs, t)
+	m.tombByName[t.name] = t
+	if !t.left {
+		m.deadTombs++
+	}
+}
+
+// nudge tells the member of tombstone t, at the address it had, that it
+// was declared dead (or left) at t.inc, when stale news about it arrives: a
+// live member that missed its death (the far side of a healed partition)
+// refutes at once, and its refutation is newer than every tombstone that
+// holds its news back; a member that is gone does not answer, and a replay
+// costs one small packet to a member's old address. At most once per
+// ProbeInterval per member.
+func (m *Machine) nudge(now time.Time, t *tombstone) {
+	if !t.nudged.IsZero() && now.Sub(t.nudged) < m.cfg.ProbeInterval {
+		return
+	}
+	t.nudged = now
+	m.stats.TombstoneNudges++
+	m.send(t.addr, &wire.Dead{Name: t.name, Incarnation: t.inc, From: m.selfName, Left: t.left})
+}
+
+// popTomb forgets the oldest tombstone.
+func (m *Machine) popTomb() {
+	t := m.tombs[0]
+	m.tombs[0] = nil
+	m.tombs = m.tombs[1:]
+	if !t.gone {
+		m.dropTomb(t.name)
+	}
+}
+
+// dropTomb forgets the tombstone of name, if any (the member is back).
+func (m *Machine) dropTomb(name string) {
+	t := m.tombByName[name]
+	if t == nil {
+		return
+	}
+	t.gone = true
+	delete(m.tombByName, name)
+	if !t.left {
+		m.deadTombs--
+	}
 }

@@ -71,12 +71,18 @@ func NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time)
 	return m, nil
 }
 
-// reconnectEntry remembers a member declared dead after it left the table,
-// so that it can be contacted again when a partition heals.
-type reconnectEntry struct {
-	name  string
-	addr  netip.AddrPort
-	since time.Time
+// tombstone remembers a member after it left the table (declared dead or
+// left, and forgotten after GossipToDeadTime), for ReconnectTimeout: a dead
+// one can be contacted again when a partition heals, and for both the last
+// incarnation tells old news about them (a replayed packet) from new.
+type tombstone struct {
+	name   string
+	addr   netip.AddrPort
+	inc    uint64
+	left   bool
+	since  time.Time // when it died
+	nudged time.Time // when it was last told (nudge)
+	gone   bool      // superseded: the member is back in the table
 }
 
 type streamKind uint8
@@ -108,9 +114,14 @@ type machineState struct {
 	nextHeardSweep time.Time
 	// dead holds members declared dead or left that are still in the table,
 	// in the order they died, until GossipToDeadTime passes.
-	dead      []deadEntry
-	reconnect []reconnectEntry
-	version   uint64
+	dead []deadEntry
+	// tombs holds the tombstones oldest first, tombByName the current one
+	// of each name; deadTombs counts those of members that did not leave
+	// (the reconnect targets).
+	tombs      []*tombstone
+	tombByName map[string]*tombstone
+	deadTombs  int
+	version    uint64
 
 	// probing (probe.go)
 	// ring holds the live members by ring key, this one always included
@@ -191,6 +202,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.finalChecks = make(map[uint32]*finalCheck)
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
+	m.tombByName = make(map[string]*tombstone)
 	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit)
 	m.selfName = cfg.Name
 	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, StateAlive, 0, now)
@@ -336,8 +348,8 @@ func (m *Machine) NextDeadline() time.Time {
 	if len(m.dead) > 0 {
 		earliest(m.dead[0].since.Add(m.cfg.GossipToDeadTime))
 	}
-	if len(m.reconnect) > 0 {
-		earliest(m.reconnect[0].since.Add(m.cfg.ReconnectTimeout))
+	if len(m.tombs) > 0 {
+		earliest(m.tombs[0].since.Add(m.cfg.ReconnectTimeout))
 	}
 	if len(m.merges) > 0 {
 		earliest(m.mergeAt)
@@ -543,6 +555,8 @@ type Stats struct {
 	DeltasImplausible            uint64 // incarnations beyond MaxIncarnationJump of what is known, dropped
 	AcksRefused                  uint64 // acks and nacks from an address that was not asked
 	PushPullsRefused             uint64 // push-pulls over MaxMembers, or over the merges in progress
+	DeltasStale                  uint64 // news of a forgotten member no newer than its tombstone (a replay), dropped
+	TombstoneNudges              uint64 // forgotten members told of their death on stale news of them
 	Probes, ProbesFailed         uint64
 	ProbesSavedByTraffic         uint64 // ack lost, but the target was heard from during the probe
 	TCPProbesSaved               uint64 // UDP failed, the fallback TCP ping answered

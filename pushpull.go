@@ -86,7 +86,13 @@ func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
 // startPushPull queues a push-pull with to; it reports false if our state
 // did not encode (a bug, counted).
 func (m *Machine) startPushPull(to netip.AddrPort, kind streamKind) (uint64, bool) {
-	data, err := m.encodeState(kind == streamJoin)
+	return m.startPushPullWith(to, kind, "")
+}
+
+// startPushPullWith is startPushPull to the member named peer, whose
+// tombstone, if we hold one, the exchange carries (see encodeState).
+func (m *Machine) startPushPullWith(to netip.AddrPort, kind streamKind, peer string) (uint64, bool) {
+	data, err := m.encodeState(kind == streamJoin, peer)
 	if err != nil {
 		m.stats.EncodeErrors++
 		return 0, false
@@ -106,10 +112,31 @@ func (m *Machine) startStream(to netip.AddrPort, kind streamKind, data []byte, t
 }
 
 // encodeState encodes this member's whole view for a push-pull, straight
-// from the table. The table holds at most MaxMembers, which Validate keeps
-// within what a push-pull may carry, so an error here is a bug.
-func (m *Machine) encodeState(join bool) ([]byte, error) {
-	w := wire.NewPushPullWriter(nil, m.selfName, join, m.tableSize())
+// from the table. The table holds less than MaxMembers, which Validate
+// keeps within what a push-pull may carry, so an error here is a bug.
+//
+// When we hold a tombstone of peer, the member we exchange with, its entry
+// is added as dead or left at the tombstone's incarnation: a member that
+// was declared dead and forgotten (a partition, or a restart under the
+// same name) learns it, and refutes, and its refutation is newer than the
+// tombstones that would otherwise keep its news out.
+func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
+	tomb := m.tombByName[peer]
+	if tomb != nil && m.lookup(peer) != nil {
+		tomb = nil
+	}
+	n := m.tableSize()
+	if tomb != nil {
+		n++
+	}
+	w := wire.NewPushPullWriter(nil, m.selfName, join, n)
+	if tomb != nil {
+		st := StateDead
+		if tomb.left {
+			st = StateLeft
+		}
+		w.Add(tomb.name, tomb.addr, tomb.inc, uint8(st), nil)
+	}
 	add := func(s *memberState) {
 		w.Add(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s))
 	}
@@ -137,12 +164,13 @@ func (m *Machine) encodeState(join bool) ([]byte, error) {
 // keeps req until it is done: the caller must not change it.
 func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) ([]byte, error) {
 	if wire.IsPushPull(req) {
-		if err := m.mergeState(now, req, mergePushPull); err != nil {
+		peer, err := m.mergeState(now, req, mergePushPull)
+		if err != nil {
 			return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
 		}
 		// The reply is built once our own entry was merged, so a
 		// refutation the request provoked travels back at once.
-		reply, err := m.encodeState(false)
+		reply, err := m.encodeState(false, peer)
 		if err != nil {
 			m.stats.EncodeErrors++
 			return nil, err
@@ -191,7 +219,7 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		}
 		return errors.New("swim: push-pull reply: not a push-pull")
 	}
-	src := mergePushPull
+	src := mergeReply
 	if kind == streamJoin {
 		src = mergeJoin
 		// The seed's view was a snapshot: members joining at the same time
@@ -206,7 +234,7 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		m.scheduleFollowUps(now)
 		m.joinedVia = pending.to
 	}
-	if err := m.mergeState(now, resp, src); err != nil {
+	if _, err := m.mergeState(now, resp, src); err != nil {
 		m.stats.PushPullsFailed++
 		return fmt.Errorf("swim: push-pull reply: %w", err)
 	}
@@ -227,17 +255,17 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 // Memberlist does) never holds it for long: merging 100,000 new members
 // takes about a quarter of a second, long enough to miss every ack due
 // meanwhile.
-func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) error {
+func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) (from string, err error) {
 	pp, err := wire.ParsePushPullLimit(data, m.cfg.MaxMembers)
 	if err != nil {
 		if errors.Is(err, wire.ErrTooLarge) {
 			m.stats.PushPullsRefused++
 		}
-		return err
+		return "", err
 	}
 	if pp.Count > mergeSlice && len(m.merges) >= maxPendingMerges {
 		m.stats.PushPullsRefused++
-		return fmt.Errorf("swim: push-pull of %d members: %d large merges already in progress", pp.Count, len(m.merges))
+		return "", fmt.Errorf("swim: push-pull of %d members: %d large merges already in progress", pp.Count, len(m.merges))
 	}
 	var v wire.MemberView
 	for c := pp.Cursor(); c.Next(&v); {
@@ -251,7 +279,7 @@ func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) error 
 		m.merges = append(m.merges, mg)
 		m.mergeAt = now
 	}
-	return nil
+	return pp.From, nil
 }
 
 // mergeSlice is how many members of a push-pull are applied per input: a
@@ -387,7 +415,7 @@ func (m *Machine) reconnectWanted() bool {
 	if m.cfg.ReconnectInterval <= 0 {
 		return false
 	}
-	return len(m.reconnect) > 0 || m.hasDeadToRetry() || (m.numOthers() == 0 && len(m.seeds) > 0)
+	return m.deadTombs > 0 || m.hasDeadToRetry() || (m.numOthers() == 0 && len(m.seeds) > 0)
 }
 
 func (m *Machine) hasDeadToRetry() bool {
@@ -425,14 +453,20 @@ func (m *Machine) tickReconnect(now time.Time) {
 		}
 		return
 	}
-	var candidates []netip.AddrPort
+	type candidate struct {
+		addr netip.AddrPort
+		name string // of a tombstone, which the exchange then carries
+	}
+	var candidates []candidate
 	for _, d := range m.dead {
 		if s := m.entry(d.id); s.state() == StateDead {
-			candidates = append(candidates, m.addrOf(s))
+			candidates = append(candidates, candidate{addr: m.addrOf(s)})
 		}
 	}
-	for _, e := range m.reconnect {
-		candidates = append(candidates, e.addr)
+	for _, t := range m.tombs {
+		if !t.gone && !t.left {
+			candidates = append(candidates, candidate{t.addr, t.name})
+		}
 	}
 	if len(candidates) == 0 {
 		return
@@ -448,5 +482,6 @@ func (m *Machine) tickReconnect(now time.Time) {
 		return
 	}
 	m.stats.Reconnects++
-	_, _ = m.startPushPull(candidates[m.rng.IntN(len(candidates))], streamReconnect)
+	c := candidates[m.rng.IntN(len(candidates))]
+	_, _ = m.startPushPullWith(c.addr, streamReconnect, c.name)
 }

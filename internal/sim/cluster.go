@@ -43,6 +43,10 @@ type Options struct {
 	// OnHandleError, if set, is called with every error counted in
 	// Counters.HandleErrors, to help debug a scenario.
 	OnHandleError func(at time.Time, node string, err error)
+	// OnSend, if set, is called with every packet a node sends and every
+	// stream request it starts (stream true), before the network decides
+	// its fate: what an eavesdropper on the sender's link would capture.
+	OnSend func(from, to netip.AddrPort, data []byte, stream bool)
 }
 
 // Cluster is a simulated network of Nodes in virtual time. It is not safe
@@ -515,6 +519,9 @@ func (c *Cluster) armTimer(n *SimNode) {
 }
 
 func (c *Cluster) sendPacket(n *SimNode, to netip.AddrPort, data []byte) {
+	if c.opts.OnSend != nil {
+		c.opts.OnSend(n.addr, to, data, false)
+	}
 	size := uint64(len(data))
 	c.counters.PacketsSent++
 	c.counters.BytesSent += size
@@ -544,6 +551,9 @@ func (c *Cluster) sendPacket(n *SimNode, to netip.AddrPort, data []byte) {
 // starts and when the reply is sent, is immune to packet loss (TCP
 // retransmits), and otherwise ends at its timeout.
 func (c *Cluster) startStream(n *SimNode, req *swim.StreamRequest) {
+	if c.opts.OnSend != nil {
+		c.opts.OnSend(n.addr, req.To, req.Data, true)
+	}
 	c.counters.StreamsStarted++
 	sid := c.nextStream
 	c.nextStream++
