@@ -44,16 +44,31 @@ scale:
 # chaos: the chaos suite (internal/chaos): 32 agent processes in a private
 # network namespace, faults injected by the kernel (nftables loss, one-way
 # links, isolation; SIGKILL, SIGSTOP/SIGCONT, starvation). Linux and root
-# only (it skips elsewhere); installs nftables/iproute2 if missing; about
-# 5 minutes. Extra flags: make chaos CHAOS_FLAGS='-chaos.fault 120s'.
-# The clean-up (internal/chaos/clean.sh) runs after it, pass or fail: the
+# only (it skips elsewhere); installs nftables/iproute2 if missing. Two
+# passes with the same cases and zero-false-death assertions, about 5
+# minutes each: "plain", then "secure" (-chaos.secure: every agent with one
+# AES-256 key and a cluster label). CHAOS_PASSES=secure runs one; extra
+# flags for both: make chaos CHAOS_FLAGS='-chaos.fault 120s'. Both passes
+# run even when the first fails, and the status is the first failure's.
+# The clean-up (internal/chaos/clean.sh) runs after each, pass or fail: the
 # suite cleans up after itself, but not when its process is killed (a go
 # test -timeout, a signal). `make chaos-clean` runs it alone.
 CHAOS_FLAGS ?=
+CHAOS_PASSES ?= plain secure
 chaos:
 	@status=0; \
-	  SWIM_CHAOS=1 $(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./internal/chaos $(CHAOS_FLAGS) || status=$$?; \
-	  sh internal/chaos/clean.sh || status=$$((status ? status : 1)); \
+	  for pass in $(CHAOS_PASSES); do \
+	    case $$pass in \
+	      plain) flags= ;; \
+	      secure) flags=-chaos.secure ;; \
+	      *) echo "chaos: unknown pass $$pass (want plain or secure)" >&2; exit 2 ;; \
+	    esac; \
+	    echo "== chaos pass: $$pass"; \
+	    rc=0; SWIM_CHAOS=1 $(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./internal/chaos $$flags $(CHAOS_FLAGS) || rc=$$?; \
+	    sh internal/chaos/clean.sh || rc=$$((rc ? rc : 1)); \
+	    echo "== chaos pass $$pass: $$([ $$rc -eq 0 ] && echo ok || echo "FAILED (status $$rc)")"; \
+	    [ $$status -ne 0 ] || status=$$rc; \
+	  done; \
 	  exit $$status
 
 chaos-clean:
