@@ -293,6 +293,10 @@ func setup(t *testing.T) *suite {
 	require.True(t, ok, "the cluster did not form within %v: %s", convergeWithin, why)
 	s.report("setup: %d agents in namespace %s, all see each other in %v", len(c.Agents), ns.Name, time.Since(start).Round(time.Millisecond))
 	t.Log(s.summary[len(s.summary)-1])
+	if *flagSecure {
+		s.report("setup: every agent's keyring holds the run's key (%s), primary, plaintext refused; label %s", Fingerprint(key), secureLabel)
+		t.Log(s.summary[len(s.summary)-1])
+	}
 	return s
 }
 
