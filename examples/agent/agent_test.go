@@ -4,9 +4,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,8 +31,36 @@ type process struct {
 	done chan struct{} // closed when stdout is drained and the process reaped
 	err  error         // from Wait, valid after done
 
-	mu    sync.Mutex
-	lines []line
+	mu     sync.Mutex
+	lines  []line
+	stderr bytes.Buffer
+}
+
+// Write collects the agent's stderr.
+func (p *process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.Write(b)
+}
+
+// logged counts the stderr lines that contain s.
+func (p *process) logged(s string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Count(p.stderr.String(), s)
+}
+
+// keyrings returns the keyring lines the agent printed, in order.
+func (p *process) keyrings() []line {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []line
+	for _, l := range p.lines {
+		if l.Ev == "keyring" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // has reports whether the agent printed an event ev about node (any node
@@ -73,8 +103,9 @@ func startAgent(t *testing.T, bin, name string, args ...string) (*process, strin
 	cmd := exec.Command(bin, append([]string{"-name", name, "-port", "0", "-profile", "local"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	cmd.Stderr = p
+	require.NoError(t, cmd.Start())
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(stdout)
@@ -146,6 +177,88 @@ func TestAgentCluster(t *testing.T) {
 	}
 
 	// SIGTERM shuts down cleanly: exit status 0.
+	for _, p := range []*process{a, b} {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, p := range []*process{a, b} {
+		select {
+		case <-p.done:
+			require.NoError(t, p.err, "%s exit status", p.name)
+		case <-time.After(waitLong):
+			t.Fatalf("%s did not exit on SIGTERM", p.name)
+		}
+		require.False(t, p.has("garbage", "", ""), "stdout of %s holds a non-JSON line", p.name)
+	}
+}
+
+// TestAgentKeyfileReload rotates the primary key of a running agent by
+// editing its key file and sending SIGHUP, checking each step in the
+// keyring lines (ListKeys and Plaintext of the running member); a bad file
+// changes nothing. A second agent given the same key with -key and the same
+// label joins it.
+func TestAgentKeyfileReload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	bin := buildAgent(t)
+	keyA, b64A := testKey(16, 'A')
+	keyB, b64B := testKey(32, 'B')
+	fpA, fpB := fingerprint(keyA), fingerprint(keyB)
+	path := filepath.Join(t.TempDir(), "keys")
+
+	// Flags that cannot work stop the agent at once, naming the flag.
+	out, err := exec.Command(bin, "-port", "0", "-key", b64A+",AAAA").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "-key: key 2: decodes to 3 bytes")
+	require.NotContains(t, string(out), b64A, "the error quotes a key")
+	out, err = exec.Command(bin, "-port", "0", "-allow", "10.1.2.0/99").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), `-allow: "10.1.2.0/99" is not a network in CIDR notation`)
+
+	writeKeyFile(t, path, "# the primary first", b64A)
+	a, seed := startAgent(t, bin, "a", "-keyfile", path, "-label", "test", "-allow", "127.0.0.0/8")
+	b, _ := startAgent(t, bin, "b", "-key", b64A, "-label", "test", "-allow", "127.0.0.1", "-join", seed)
+
+	// waitKeyring waits for a's n-th keyring line and checks it.
+	waitKeyring := func(n int, keys []string, mode string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return len(a.keyrings()) >= n }, waitLong, pollEvery,
+			"a printed %d keyring lines, want %d", len(a.keyrings()), n)
+		got := a.keyrings()
+		require.Len(t, got, n, "a printed more keyring lines than reloads")
+		require.Equal(t, keys, got[n-1].Keys, "keyring line %d", n)
+		require.Equal(t, mode, got[n-1].Plaintext, "keyring line %d", n)
+	}
+	reload := func(lines ...string) {
+		t.Helper()
+		writeKeyFile(t, path, lines...)
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGHUP))
+	}
+	waitKeyring(1, []string{fpA}, "refuse")
+	require.Eventually(t, func() bool { return a.has("join", "b", "") && b.has("join", "a", "") }, waitLong, pollEvery,
+		"agents with the same key and label did not see each other join")
+
+	reload(b64A, b64B) // install B
+	waitKeyring(2, []string{fpA, fpB}, "refuse")
+	reload(b64B, b64A) // use B
+	waitKeyring(3, []string{fpB, fpA}, "refuse")
+
+	// A bad file is logged and changes nothing.
+	reload(b64B, b64A[:4]+"*"+b64A[5:])
+	require.Eventually(t, func() bool { return a.logged("key file not applied") == 1 }, waitLong, pollEvery,
+		"a did not log the bad key file")
+	require.Equal(t, 1, a.logged("line 2: not base64"), "the log does not say what is wrong")
+	require.Len(t, a.keyrings(), 3, "a bad file changed the keyring")
+
+	reload(b64B, "plaintext accept") // remove A, and a mode change
+	waitKeyring(4, []string{fpB}, "accept")
+	require.Equal(t, 3, a.logged("keyring changed"), "one log line per reload that applied")
+
+	// Without -keyfile, SIGHUP is logged and the agent runs on.
+	require.NoError(t, b.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool { return b.logged("no -keyfile to re-read") == 1 }, waitLong, pollEvery)
+	require.Empty(t, b.keyrings()[1:], "b printed a keyring line after a SIGHUP without -keyfile")
+
 	for _, p := range []*process{a, b} {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	}

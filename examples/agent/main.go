@@ -12,15 +12,66 @@
 //	alive    a suspected member refuted the suspicion
 //	update   a member changed its metadata or address
 //	left     this member finished its own graceful leave
+//	keyring  this member's keys and plaintext mode: after ready when it was
+//	         given keys or a key file, and after each reload that applied
+//	         ("keys": fingerprints, primary first; "plaintext": the mode)
 //
-// Events about this member itself are reported only as ready and left.
-// SIGUSR1 makes the member leave gracefully and keep running; SIGTERM or
-// SIGINT shut it down (exit status 0). Logs go to stderr (-v for debug).
+// Events about this member itself are reported only as ready, left and
+// keyring. SIGUSR1 makes the member leave gracefully and keep running;
+// SIGHUP re-reads the key file (below); SIGTERM or SIGINT shut it down
+// (exit status 0). Logs go to stderr (-v for debug).
 //
 // Usage:
 //
 //	agent -name a -port 7946
 //	agent -name b -port 0 -join 127.0.0.1:7946
+//	agent -name c -keyfile /etc/swim/keys -label prod -allow 10.0.0.0/8
+//
+// # Encryption, label, allowed networks
+//
+// docs/security.md has the threat model and the procedures step by step.
+//
+//	-key K1,K2       AES keys in base64 (16, 24 or 32 bytes once decoded),
+//	                 comma-separated; the first is the primary
+//	-keyfile PATH    the keys from a file, re-read on SIGHUP
+//	-plaintext MODE  refuse (the default), accept or send: the temporary
+//	                 modes that move a running cluster to encryption one
+//	                 member at a time (swim.PlaintextMode)
+//	-label NAME      the cluster label: traffic with another one, or none,
+//	                 is dropped
+//	-allow LIST      comma-separated networks (10.0.0.0/8) or addresses;
+//	                 traffic from any other source is dropped
+//
+// Keys given with -key can be read by anyone who can list this host's
+// processes; a key file with mode 0600 cannot (the agent warns when others
+// may read it). The key file holds one key per line, in base64, the
+// primary first; blank lines and lines starting with # are ignored; one
+// optional line "plaintext MODE" sets the mode (refuse when there is none):
+//
+//	# primary first
+//	vVc0xR3eJcPlEZ1rMuETgd2fiFfw8CVK0JmTbJtSdJk=
+//	mG0MaBRdHLQ5qgCFpjSvQg==
+//	plaintext accept
+//
+// -keyfile excludes -key and -plaintext: the file alone says both, at
+// start and on every reload. On SIGHUP the agent reads the file again and
+// moves the running member to it in this order: it installs the keys it
+// does not hold, makes the first key primary, removes the keys the file no
+// longer lists, then sets the plaintext mode. It logs what changed (keys by
+// fingerprint: the first 8 bytes of the key's SHA-256, in hex) and prints a
+// keyring line. A file that cannot be read or parsed changes nothing and is
+// logged, and so does one that asks for what a running member cannot do:
+// drop its last key, or take its first one other than with
+// "plaintext send". Without -keyfile, SIGHUP is logged and ignored; an
+// agent started with a key file that holds no key yet runs without
+// encryption and can be given its first key by a reload.
+//
+// One reload is one step. Rotating a key is three edits of the file, each
+// applied on every member before the next: add the new key after the
+// primary; move it first; delete the old one. A step that would break
+// traffic until every member took it (a new primary installed by the same
+// reload, or the old primary removed by it) is applied and logged as a
+// warning.
 package main
 
 import (
@@ -30,8 +81,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,6 +111,9 @@ type line struct {
 	Addr  string `json:"addr,omitempty"`
 	State string `json:"state,omitempty"`
 	Inc   uint64 `json:"inc,omitempty"`
+	// Keys and Plaintext are set on keyring lines only.
+	Keys      []string `json:"keys,omitempty"`
+	Plaintext string   `json:"plaintext,omitempty"`
 }
 
 // printer writes lines to stdout. Events arrive on the Memberlist's
@@ -75,34 +131,100 @@ func (p *printer) print(l line) {
 	_ = p.enc.Encode(l) // stdout closed: nobody is listening, nothing to do
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// options are the parsed flags.
+type options struct {
+	name, bind, join, profile string
+	port                      int
+	verbose                   bool
+
+	keys      [][]byte // -key
+	keyFile   string   // -keyfile
+	plaintext swim.PlaintextMode
+	label     string
+	allow     []netip.Prefix
+}
+
+// parseFlags parses the command line; errors name the flag.
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	host, _ := os.Hostname()
+	o := &options{}
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("name", host, "member name, unique in the cluster")
-	bind := fs.String("bind", "127.0.0.1", "IP address to listen on (UDP and TCP)")
-	port := fs.Int("port", swim.DefaultPort, "port to listen on; 0 picks a free one")
-	join := fs.String("join", "", "comma-separated seeds (host:port, or host for port 7946)")
-	profile := fs.String("profile", "lan", "timing profile: lan, wan or local")
-	verbose := fs.Bool("v", false, "debug logging on stderr")
+	fs.StringVar(&o.name, "name", host, "member name, unique in the cluster")
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "IP address to listen on (UDP and TCP)")
+	fs.IntVar(&o.port, "port", swim.DefaultPort, "port to listen on; 0 picks a free one")
+	fs.StringVar(&o.join, "join", "", "comma-separated seeds (host:port, or host for port 7946)")
+	fs.StringVar(&o.profile, "profile", "lan", "timing profile: lan, wan or local")
+	fs.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
+	key := fs.String("key", "", "comma-separated base64 AES keys (16, 24 or 32 bytes), the primary first")
+	fs.StringVar(&o.keyFile, "keyfile", "", "file of base64 keys, one a line, the primary first, and an optional line \"plaintext MODE\"; re-read on SIGHUP")
+	plaintext := fs.String("plaintext", "refuse", "with keys: refuse, accept or send plaintext (accept and send are temporary migration steps)")
+	fs.StringVar(&o.label, "label", "", "cluster label (at most 255 bytes): traffic with another label, or none, is dropped")
+	allow := fs.String("allow", "", "comma-separated networks (10.0.0.0/8) or addresses traffic may come from; empty allows all")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	if o.keyFile != "" {
+		// One source of truth: the file is re-read on SIGHUP, and a flag
+		// beside it would be forgotten then.
+		for _, f := range []string{"key", "plaintext"} {
+			if set[f] {
+				return nil, fmt.Errorf("-%s and -keyfile exclude each other: put the keys and the plaintext line in the file", f)
+			}
+		}
+	}
+	if set["key"] {
+		if o.keys, err = parseKeys(*key); err != nil {
+			return nil, fmt.Errorf("-key: %w", err)
+		}
+	}
+	if o.plaintext, err = swim.ParsePlaintextMode(*plaintext); err != nil {
+		return nil, fmt.Errorf("-plaintext: %w", err)
+	}
+	if o.plaintext != swim.PlaintextRefuse && len(o.keys) == 0 && o.keyFile == "" {
+		return nil, fmt.Errorf("-plaintext %s needs -key: without a key there is nothing to migrate to", o.plaintext)
+	}
+	if set["allow"] {
+		if o.allow, err = parseAllow(*allow); err != nil {
+			return nil, fmt.Errorf("-allow: %w", err)
+		}
+	}
+	return o, nil
+}
 
-	cfg, err := swim.DefaultConfig(*profile)
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := swim.DefaultConfig(o.profile)
 	if err != nil {
 		return fmt.Errorf("-profile: %w", err)
 	}
-	cfg.Name = *name
-	cfg.BindAddr = *bind
-	cfg.BindPort = *port
+	cfg.Name = o.name
+	cfg.BindAddr = o.bind
+	cfg.BindPort = o.port
+	cfg.Label = o.label
+	cfg.AllowedCIDRs = o.allow
 
-	logger := newLogger(stderr, *verbose)
+	logger := newLogger(stderr, o.verbose)
 	defer func() { _ = logger.Sync() }()
 	cfg.Logger = logger
+
+	cfg.Keys, cfg.Plaintext = o.keys, o.plaintext
+	if o.keyFile != "" {
+		kf, err := readKeyFile(o.keyFile, func(msg string) { logger.Warn(msg) })
+		if err != nil {
+			return fmt.Errorf("-keyfile: %w", err)
+		}
+		cfg.Keys, cfg.Plaintext = kf.keys, kf.plaintext
+	}
 
 	out := &printer{enc: json.NewEncoder(stdout)}
 	cfg.Events = swim.EventFunc(func(e swim.Event) {
@@ -119,7 +241,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	// Subscribe before starting, so that no signal sent once the ready
 	// line is out can find the default action (exit) still in place.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, append([]os.Signal{syscall.SIGTERM, os.Interrupt}, leaveSignals...)...)
+	signal.Notify(sigs, append(append([]os.Signal{syscall.SIGTERM, os.Interrupt}, leaveSignals...), reloadSignals...)...)
 	defer signal.Stop(sigs)
 
 	ml, err := swim.New(cfg)
@@ -128,6 +250,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	local := ml.LocalMember()
 	out.print(line{Ev: "ready", Node: local.Name, Addr: local.Addr.String()})
+	printKeyring := func() {
+		out.print(line{Ev: "keyring", Node: local.Name, Keys: fingerprints(ml.ListKeys()), Plaintext: ml.Plaintext().String()})
+	}
+	if len(o.keys) > 0 || o.keyFile != "" {
+		printKeyring()
+	}
 
 	// Join and leave run on goroutines of their own so that a signal is
 	// handled at once; both end when ctx is cancelled, before Shutdown.
@@ -136,8 +264,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer wg.Wait()
 	defer cancel()
 
-	if *join != "" {
-		seeds := strings.Split(*join, ",")
+	if o.join != "" {
+		seeds := strings.Split(o.join, ",")
 		wg.Go(func() {
 			jctx, jcancel := context.WithTimeout(ctx, cfg.StreamTimeout)
 			defer jcancel()
@@ -154,25 +282,39 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 	var leaveOnce sync.Once
 	for sig := range sigs {
-		if sig == syscall.SIGTERM || sig == os.Interrupt {
+		switch {
+		case sig == syscall.SIGTERM || sig == os.Interrupt:
 			logger.Info("shutting down", zap.Stringer("signal", sig))
 			cancel()
 			wg.Wait()
 			return ml.Shutdown()
-		}
-		leaveOnce.Do(func() {
-			wg.Go(func() {
-				lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
-				defer lcancel()
-				if err := ml.Leave(lctx); err != nil {
-					if !errors.Is(err, context.Canceled) {
-						logger.Error("leave", zap.Error(err))
+		case slices.Contains(reloadSignals, sig):
+			if o.keyFile == "" {
+				logger.Warn("no -keyfile to re-read; signal ignored", zap.Stringer("signal", sig))
+				continue
+			}
+			// On the signal loop itself: reloads never overlap, and each
+			// one is quick (a small file, a few keyring swaps).
+			if err := reloadKeys(ml, o.keyFile, logger); err != nil {
+				logger.Error("key file not applied", zap.Error(err))
+				continue
+			}
+			printKeyring()
+		default:
+			leaveOnce.Do(func() {
+				wg.Go(func() {
+					lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+					defer lcancel()
+					if err := ml.Leave(lctx); err != nil {
+						if !errors.Is(err, context.Canceled) {
+							logger.Error("leave", zap.Error(err))
+						}
+						return
 					}
-					return
-				}
-				out.print(line{Ev: "left", Node: local.Name, Addr: local.Addr.String()})
+					out.print(line{Ev: "left", Node: local.Name, Addr: local.Addr.String()})
+				})
 			})
-		})
+		}
 	}
 	return nil
 }

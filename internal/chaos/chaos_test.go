@@ -3,6 +3,8 @@
 package chaos
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
@@ -35,7 +37,12 @@ var (
 	flagKeepLogs = flag.Bool("chaos.keeplogs", false, "keep the agents' stderr logs even when the suite passes")
 	flagStrays   = flag.Int("chaos.strays", 1,
 		"accusations of live members tolerated in each case that should draw none (a member of a loaded machine descheduled past a probe timeout)")
+	flagSecure = flag.Bool("chaos.secure", false,
+		"run every agent with encryption (one AES-256 key, new each run) and the cluster label "+secureLabel+"; the cases and bounds stay the same")
 )
+
+// secureLabel is the agents' cluster label under -chaos.secure.
+const secureLabel = "swim-chaos"
 
 // Bounds of the waits, none of them tight: a healthy run needs a fraction of
 // each (the suite logs the measured times). The machine has 2 cores for 32
@@ -153,10 +160,20 @@ func (s *suite) report(format string, args ...any) {
 // dropped by each rule, time to converge after healing) and the summary at
 // the end collects those lines. On failure the agents' stderr and every
 // event line are kept in a temporary directory the log names.
+//
+// With -chaos.secure every agent runs with one AES-256 key (-key, drawn
+// anew each run) and the label swim-chaos (-label), and setup checks that
+// each agent's keyring holds that key, primary, with plaintext refused;
+// the cases and their bounds are the same. `make chaos` runs the suite
+// both ways.
 func TestChaos(t *testing.T) {
 	s := setup(t)
+	mode := "plaintext"
+	if *flagSecure {
+		mode = "encrypted, label " + secureLabel
+	}
 	defer func() {
-		t.Logf("summary (%d agents, profile %s):\n  %s", *flagN, *flagProfile, strings.Join(s.summary, "\n  "))
+		t.Logf("summary (%d agents, profile %s, %s):\n  %s", *flagN, *flagProfile, mode, strings.Join(s.summary, "\n  "))
 	}()
 	// The pause comes first: after heavy loss, members' local health
 	// (Lifeguard) stretches their probe periods for a while, and a short
@@ -234,11 +251,20 @@ func setup(t *testing.T) *suite {
 	require.NoError(t, err)
 	t.Logf("built examples/agent in %v", time.Since(start).Round(time.Millisecond))
 
-	start = time.Now()
-	c, err := StartCluster(ns, ClusterConfig{
+	cc := ClusterConfig{
 		N: *flagN, Profile: *flagProfile, Bin: bin,
 		BasePort: basePort, BaseUID: baseUID, LogDir: logDir,
-	}, readyWithin)
+	}
+	var key []byte
+	if *flagSecure {
+		key = make([]byte, 32)
+		_, err := rand.Read(key)
+		require.NoError(t, err)
+		cc.Keys, cc.Label = []string{base64.StdEncoding.EncodeToString(key)}, secureLabel
+	}
+
+	start = time.Now()
+	c, err := StartCluster(ns, cc, readyWithin)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
@@ -246,11 +272,31 @@ func setup(t *testing.T) *suite {
 		}
 	})
 	log = c.Log
+	if *flagSecure {
+		// The agent prints its keyring (ListKeys, Plaintext) right after
+		// its ready line: the key must have reached every Memberlist.
+		want := []string{Fingerprint(key)}
+		for _, a := range c.Agents {
+			var kr Line
+			ok := WaitUntil(readyWithin, func() bool {
+				var ok bool
+				kr, ok = c.Keyring(a)
+				return ok
+			})
+			require.True(t, ok, "%s printed no keyring line", a.Name)
+			require.Equal(t, want, kr.Keys, "%s's keys", a.Name)
+			require.Equal(t, swim.PlaintextRefuse.String(), kr.Plaintext, "%s's plaintext mode", a.Name)
+		}
+	}
 	s := &suite{c: c, cfg: cfg, live: slices.Clone(c.Agents)}
 	ok, why := s.waitConverged(convergeWithin)
 	require.True(t, ok, "the cluster did not form within %v: %s", convergeWithin, why)
 	s.report("setup: %d agents in namespace %s, all see each other in %v", len(c.Agents), ns.Name, time.Since(start).Round(time.Millisecond))
 	t.Log(s.summary[len(s.summary)-1])
+	if *flagSecure {
+		s.report("setup: every agent's keyring holds the run's key (%s), primary, plaintext refused; label %s", Fingerprint(key), secureLabel)
+		t.Log(s.summary[len(s.summary)-1])
+	}
 	return s
 }
 

@@ -5,12 +5,15 @@ package chaos
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +41,11 @@ type ClusterConfig struct {
 	// loopback address the ephemeral ports of TCP connections cannot.
 	BaseUID int
 	LogDir  string // each agent's stderr goes to LogDir/<name>.log
+	// Keys are the agents' -key: base64 AES keys, the primary first.
+	// Empty: no encryption.
+	Keys []string
+	// Label is the agents' -label, the cluster label; "" for none.
+	Label string
 }
 
 // Agent is one agent process.
@@ -154,6 +162,14 @@ func (c *Cluster) start(a *Agent, seed string) error {
 		"--reuid", uid, "--regid", uid, "--clear-groups", "--pdeathsig", "SIGKILL",
 		c.cfg.Bin, "-name", a.Name, "-bind", "127.0.0.1", "-port", strconv.Itoa(a.Port), "-profile", c.cfg.Profile,
 	}
+	if len(c.cfg.Keys) > 0 {
+		// On the command line, where any local user can read it: fine
+		// for a test key that lives as long as the run.
+		args = append(args, "-key", strings.Join(c.cfg.Keys, ","))
+	}
+	if c.cfg.Label != "" {
+		args = append(args, "-label", c.cfg.Label)
+	}
 	if seed != "" {
 		args = append(args, "-join", seed)
 	}
@@ -186,6 +202,23 @@ func (c *Cluster) start(a *Agent, seed string) error {
 		a.err = cmd.Wait()
 	}()
 	return nil
+}
+
+// Keyring returns the last keyring line a printed (its keys by
+// fingerprint, and its plaintext mode), and whether it printed one.
+func (c *Cluster) Keyring(a *Agent) (Line, bool) {
+	lines := c.Log.Select(func(e Event) bool { return e.Observer == a.Name && e.Ev == "keyring" })
+	if len(lines) == 0 {
+		return Line{}, false
+	}
+	return lines[len(lines)-1].Line, true
+}
+
+// Fingerprint names a key as the agents' keyring lines do: the first 8
+// bytes of its SHA-256, in hex.
+func Fingerprint(key []byte) string {
+	sum := sha256.Sum256(key)
+	return hex.EncodeToString(sum[:8])
 }
 
 // ready reports whether a printed its ready line.

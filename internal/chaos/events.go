@@ -18,6 +18,10 @@ type Line struct {
 	Addr  string `json:"addr,omitempty"`
 	State string `json:"state,omitempty"`
 	Inc   uint64 `json:"inc,omitempty"`
+	// Keys (fingerprints, primary first) and Plaintext (the mode) are set
+	// on keyring lines only.
+	Keys      []string `json:"keys,omitempty"`
+	Plaintext string   `json:"plaintext,omitempty"`
 }
 
 // Event is a Line as recorded: who printed it and when it was read.

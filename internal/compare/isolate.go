@@ -24,6 +24,7 @@ type childPlan struct {
 	Lib       string        `json:"lib"`
 	N         int           `json:"n"`
 	Matched   bool          `json:"matched"`
+	Encrypted bool          `json:"encrypted"`
 	BootBound time.Duration `json:"boot_bound"`
 	Window    time.Duration `json:"window"`
 	Crash     bool          `json:"crash"`
@@ -31,11 +32,11 @@ type childPlan struct {
 }
 
 func (p plan) child(lib string) childPlan {
-	return childPlan{Lib: lib, N: p.n, Matched: p.matched, BootBound: p.bootBound, Window: p.window, Crash: p.crash, Loss: p.loss}
+	return childPlan{Lib: lib, N: p.n, Matched: p.matched, Encrypted: p.encrypted, BootBound: p.bootBound, Window: p.window, Crash: p.crash, Loss: p.loss}
 }
 
 func (c childPlan) plan() plan {
-	return plan{n: c.N, matched: c.Matched, bootBound: c.BootBound, window: c.Window, crash: c.Crash, loss: c.Loss}
+	return plan{n: c.N, matched: c.Matched, encrypted: c.Encrypted, bootBound: c.BootBound, window: c.Window, crash: c.Crash, loss: c.Loss}
 }
 
 // childFlag carries a childPlan to the child; childOutputPrefix marks the
@@ -53,7 +54,7 @@ func runIsolated(lib library, p plan, o *options) result {
 	}
 	spec, err := json.Marshal(p.child(lib.name()))
 	if err != nil {
-		return result{Library: lib.name(), N: p.n, Settings: settingsName(p.matched), Error: err.Error()}
+		return result{Library: lib.name(), N: p.n, Settings: p.settings(), Error: err.Error()}
 	}
 	args := []string{"-" + childFlag + "=" + string(spec)}
 	flag.Visit(func(f *flag.Flag) {
@@ -67,7 +68,7 @@ func runIsolated(lib library, p plan, o *options) result {
 	cmd.Stderr = os.Stderr
 	var out bytes.Buffer
 	cmd.Stdout = &out
-	res := result{Library: lib.name(), N: p.n, Settings: settingsName(p.matched)}
+	res := result{Library: lib.name(), N: p.n, Settings: p.settings()}
 	if err := cmd.Run(); err != nil {
 		res.Error = fmt.Sprintf("child process: %v", err)
 		return res

@@ -48,6 +48,12 @@
 // memberlist counterpart (aligned probing, final check, any traffic as a
 // heartbeat) stay on.
 //
+// Encrypted (-encrypt): a third pass runs every library at its LAN defaults
+// with encryption and a cluster label on: one fixed AES-256 test key
+// (swim: Config.Keys and Label; memberlist: SecretKey and Label) on every
+// member. Its table sets each library's figures against its own plaintext
+// LAN-defaults run, for the cost of encryption (CPU and bytes per member).
+//
 // The search (-search) looks for the largest N each library keeps stable:
 // every join succeeded, no false death while joining nor over
 // -search-window, and the median member sees all N at its end (a member
@@ -95,6 +101,7 @@ type options struct {
 	quiet        bool
 	memFraction  float64
 	isolate      bool
+	encrypt      bool
 }
 
 func (o *options) bootBoundFor(n int) time.Duration {
@@ -108,11 +115,18 @@ func (o *options) logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
+// The settings of a run, as results name them.
+const (
+	settingsLAN       = "lan-defaults"
+	settingsMatched   = "matched"
+	settingsEncrypted = "lan-defaults+encrypted"
+)
+
 func settingsName(matched bool) string {
 	if matched {
-		return "matched"
+		return settingsMatched
 	}
-	return "lan-defaults"
+	return settingsLAN
 }
 
 func parseSizes(s string) ([]int, error) {
@@ -145,6 +159,7 @@ func main() {
 	flag.Float64Var(&o.loss, "loss", 0.3, "fraction of UDP packets dropped in the loss scenario (0 skips it)")
 	flag.DurationVar(&o.lossWindow, "loss-window", 15*time.Second, "duration of the loss scenario")
 	flag.BoolVar(&o.matched, "matched", true, "also run swim at memberlist-matched settings")
+	flag.BoolVar(&o.encrypt, "encrypt", false, "also run every library at its LAN defaults with encryption (a fixed AES-256 test key) and a label, against its plaintext figures")
 	flag.BoolVar(&o.search, "search", true, "search for the largest N each library keeps stable")
 	flag.IntVar(&o.searchFrom, "search-from", 256, "first N of the search ladder")
 	flag.IntVar(&o.maxN, "max-n", 8192, "largest N the search tries")
@@ -287,18 +302,22 @@ func run(o *options) *report {
 	flag.VisitAll(func(f *flag.Flag) { rep.Options[f.Name] = f.Value.String() })
 	o.logf("load average at start: %s", rep.LoadStart)
 
-	passes := []bool{false}
+	passes := []plan{{}}
 	if o.matched {
-		passes = append(passes, true)
+		passes = append(passes, plan{matched: true})
 	}
-	for _, matched := range passes {
+	if o.encrypt {
+		passes = append(passes, plan{encrypted: true})
+	}
+	for _, pass := range passes {
 		for _, n := range o.sizes {
 			for _, l := range o.libs {
-				if matched && l == "memberlist" {
+				if pass.matched && l == "memberlist" {
 					continue // memberlist runs its LAN defaults in both passes
 				}
-				o.logf("%s, %s, N=%d", l, settingsName(matched), n)
-				r := runIsolated(libByName(l), plan{n: n, matched: matched, window: o.window, crash: true, loss: o.loss}, o)
+				p := plan{n: n, matched: pass.matched, encrypted: pass.encrypted, window: o.window, crash: true, loss: o.loss}
+				o.logf("%s, %s, N=%d", l, p.settings(), n)
+				r := runIsolated(libByName(l), p, o)
 				if r.Error != "" {
 					o.logf("  error: %s", r.Error)
 				}

@@ -22,7 +22,7 @@ func (mlLib) name() string { return "memberlist" }
 // with it in both passes (the matched pass gives its values to swim).
 func memberlistLANDefaults() *memberlist.Config { return memberlist.DefaultLANConfig() }
 
-func (mlLib) start(i int, c *counters, rec *recorder, _ bool) (member, error) {
+func (mlLib) start(i int, c *counters, rec *recorder, p plan) (member, error) {
 	quiet := log.New(io.Discard, "", 0)
 	var (
 		nt  *memberlist.NetTransport
@@ -52,6 +52,10 @@ func (mlLib) start(i int, c *counters, rec *recorder, _ bool) (member, error) {
 	conf.Transport = t
 	conf.LogOutput = io.Discard
 	conf.Events = &mlEvents{rec: rec, self: i}
+	if p.encrypted {
+		conf.SecretKey = testKey
+		conf.Label = testLabel
+	}
 	ml, err := memberlist.Create(conf)
 	if err != nil {
 		_ = t.Shutdown()

@@ -105,9 +105,14 @@ func find(rs []result, lib, settings string, n int) *result {
 }
 
 // pair returns the swim and memberlist results of one pass and size;
-// memberlist's come from the LAN-defaults pass in both.
+// memberlist's come from the LAN-defaults pass for the matched one, since
+// memberlist runs its own defaults there.
 func pair(rep *report, settings string, n int) (sw, ml *result) {
-	return find(rep.Results, "swim", settings, n), find(rep.Results, "memberlist", settingsName(false), n)
+	mlSettings := settings
+	if settings == settingsMatched {
+		mlSettings = settingsLAN
+	}
+	return find(rep.Results, "swim", settings, n), find(rep.Results, "memberlist", mlSettings, n)
 }
 
 func printReport(w io.Writer, rep *report) {
@@ -120,16 +125,21 @@ func printReport(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "\ncommand: %s\n", rep.Command)
 	fmt.Fprintf(w, "load average: %s at start, %s at end; wall time %.0f s\n\n", rep.LoadStart, rep.LoadEnd, rep.WallSeconds)
 
-	passes := []string{settingsName(false)}
-	if find(rep.Results, "swim", settingsName(true), rep.Sizes[0]) != nil {
-		passes = append(passes, settingsName(true))
+	passes := []string{settingsLAN}
+	for _, s := range []string{settingsMatched, settingsEncrypted} {
+		if ranPass(rep, s) {
+			passes = append(passes, s)
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "metric\tN\tswim\tmemberlist\tswim/memberlist\t")
 	for _, pass := range passes {
 		title := "each library's LAN defaults"
-		if pass == settingsName(true) {
+		switch pass {
+		case settingsMatched:
 			title = "matched settings (see notes)"
+		case settingsEncrypted:
+			title = "each library's LAN defaults, encrypted (AES-256-GCM) and labelled"
 		}
 		fmt.Fprintf(tw, "== %s\t\t\t\t\t\n", title)
 		for _, m := range metrics {
@@ -141,7 +151,10 @@ func printReport(w io.Writer, rep *report) {
 		}
 	}
 	tw.Flush()
-	printNotes(w, rep, len(passes) > 1)
+	if ranPass(rep, settingsEncrypted) {
+		printEncryptionCost(w, rep)
+	}
+	printNotes(w, rep, ranPass(rep, settingsMatched))
 
 	if len(rep.Search) > 0 {
 		fmt.Fprintln(w)
@@ -175,6 +188,55 @@ func printReport(w io.Writer, rep *report) {
 		}
 	}
 	printTargets(w, rep, passes)
+}
+
+// ranPass reports whether any run of the report used settings.
+func ranPass(rep *report, settings string) bool {
+	for i := range rep.Results {
+		if rep.Results[i].Settings == settings {
+			return true
+		}
+	}
+	return false
+}
+
+// printEncryptionCost sets each library's encrypted steady state against
+// its plaintext one at the same N.
+func printEncryptionCost(w io.Writer, rep *report) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "cost of encryption and a label (LAN defaults; steady-state window):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "library\tN\tmetric\tplaintext\tencrypted\tencrypted/plaintext\t")
+	rows := []struct {
+		name string
+		get  func(r *result) cell
+	}{
+		{"CPU per node", func(r *result) cell { return steadyCell(r, num("%.3f ms/s", r.CPUMsPerNodeSec)) }},
+		{"bytes sent per node", func(r *result) cell { return steadyCell(r, num("%.0f B/s", r.BytesPerNodeSec)) }},
+		{"bytes per UDP packet", func(r *result) cell {
+			if r.PacketsNodeSec == 0 {
+				return txt("n/a")
+			}
+			return steadyCell(r, num("%.1f B", r.UDPBytesNodeSec/r.PacketsNodeSec))
+		}},
+		{"packets sent per node", func(r *result) cell { return steadyCell(r, num("%.2f /s", r.PacketsNodeSec)) }},
+		{"false deaths, all phases", func(r *result) cell {
+			return falseCell(r.FalseBoot+r.FalseSteady+r.FalseCrash+r.FalseLoss, r.FalseBootWho+r.FalseSteadyWho+r.FalseCrashWho+r.FalseLossWho)
+		}},
+	}
+	for _, l := range rep.Libraries {
+		for _, n := range rep.Sizes {
+			plain, enc := find(rep.Results, l, settingsLAN, n), find(rep.Results, l, settingsEncrypted, n)
+			if enc == nil {
+				continue
+			}
+			for _, m := range rows {
+				a, b := get(metric(m), plain), get(metric(m), enc)
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", l, n, m.name, a.text, b.text, ratio(b, a))
+			}
+		}
+	}
+	tw.Flush()
 }
 
 func largestText(n int) string {
@@ -311,6 +373,10 @@ func printNotes(w io.Writer, rep *report, matched bool) {
 	add("crash: 1%% of the members (at least one, never the seed) are shut down at once without leaving (their ports then refuse, as after a process crash);" +
 		" per crashed member, the time until the last survivor reported it gone; p50 and max over the batch.")
 	add("false deaths: (observer, member) reports of a running member as gone, with the distinct members in parentheses.")
+	if ranPass(rep, settingsEncrypted) {
+		add("encrypted: every member of the library holds one fixed AES-256 key and the label %q (swim: Config.Keys, Label; memberlist: SecretKey, Label);"+
+			" both seal every packet and stream with AES-GCM and check the label. Bytes per UDP packet are UDP bytes over packets sent.", testLabel)
+	}
 	if rep.Loss > 0 {
 		add("UDP loss: after the crash phase, %.0f%% of all UDP packets are dropped at the sender for %s (streams untouched).", 100*rep.Loss, rep.Options["loss-window"])
 	}

@@ -16,9 +16,10 @@ import (
 type library interface {
 	name() string
 	// start creates member i on 127.0.0.1 (a free port), alone, reporting
-	// to rec and counting its traffic in c. matched selects the matched
-	// settings instead of the library's own LAN defaults.
-	start(i int, c *counters, rec *recorder, matched bool) (member, error)
+	// to rec and counting its traffic in c, with the settings of p:
+	// p.matched selects the matched settings instead of the library's own
+	// LAN defaults, p.encrypted turns on encryption and the label.
+	start(i int, c *counters, rec *recorder, p plan) (member, error)
 }
 
 // member is one running member of either library.
@@ -35,11 +36,28 @@ type member interface {
 type plan struct {
 	n         int
 	matched   bool
+	encrypted bool          // encryption and a label on (-encrypt)
 	bootBound time.Duration // 0 means opts.bootBound(n)
 	window    time.Duration // steady-state measurement
 	crash     bool
 	loss      float64 // 0: no loss scenario
 }
+
+// settings names the run's settings in results.
+func (p plan) settings() string {
+	if p.encrypted {
+		return settingsEncrypted
+	}
+	return settingsName(p.matched)
+}
+
+// The encryption of -encrypt: one fixed key on every member of both
+// libraries (AES-256: memberlist picks the AES variant from the key's
+// length, as swim does), and a label.
+var (
+	testKey   = []byte("swim compare: fixed test key 32B")
+	testLabel = "swim-compare"
+)
 
 // result is what one cluster run measured. Durations are in seconds.
 type result struct {
@@ -175,7 +193,7 @@ func waitGoroutines(target int, bound time.Duration) int {
 // and waits for its goroutines.
 func runCluster(lib library, p plan, o *options) (res result) {
 	wall := time.Now()
-	res = result{Library: lib.name(), N: p.n, Settings: settingsName(p.matched)}
+	res = result{Library: lib.name(), N: p.n, Settings: p.settings()}
 	defer func() { res.WallSeconds = time.Since(wall).Seconds() }()
 	logf := o.logf
 
@@ -210,7 +228,7 @@ func runCluster(lib library, p plan, o *options) (res result) {
 		}
 	}()
 	for i := range p.n {
-		m, err := lib.start(i, c, rec, p.matched)
+		m, err := lib.start(i, c, rec, p)
 		if err != nil {
 			res.Error = fmt.Sprintf("start member %d: %v", i, err)
 			return res

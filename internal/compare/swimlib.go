@@ -44,8 +44,12 @@ func swimConfig(matched bool) *swim.Config {
 	return cfg
 }
 
-func (swimLib) start(i int, c *counters, rec *recorder, matched bool) (member, error) {
-	cfg := swimConfig(matched)
+func (swimLib) start(i int, c *counters, rec *recorder, p plan) (member, error) {
+	cfg := swimConfig(p.matched)
+	if p.encrypted {
+		cfg.Keys = [][]byte{testKey}
+		cfg.Label = testLabel
+	}
 	t, err := newSwimTransport(c, cfg.MaxConcurrentStreams)
 	if err != nil {
 		return nil, err
