@@ -181,7 +181,12 @@ func (ml *Memberlist) receive(p IncomingPacket) {
 		return
 	}
 	ml.handlePacket(p)
-	ml.tickIfDue(time.Now())
+	if len(ml.machine.merges) == 0 {
+		// The slices of a large merge are the loop's to apply: here they
+		// would delay every ack by one, and a steady stream of packets
+		// would leave the reader ever further behind.
+		ml.tickIfDue(time.Now())
+	}
 	ml.flush()
 	d := ml.machine.NextDeadline()
 	kick := len(ml.refused) > 0 || !d.IsZero() && (ml.armed.IsZero() || d.Before(ml.armed))

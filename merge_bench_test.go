@@ -1,0 +1,165 @@
+package swim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// largePushPull encodes a push-pull from "big" announcing n members nobody
+// runs, with distinct names and addresses.
+func largePushPull(tb testing.TB, n int) []byte {
+	tb.Helper()
+	w := wire.NewPushPullWriter(nil, "big", false, n)
+	for i := range n {
+		addr := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 7946)
+		w.Add(fmt.Sprintf("member-%06d", i), addr, 1, uint8(StateAlive), nil)
+	}
+	data, err := w.Bytes()
+	require.NoError(tb, err)
+	return data
+}
+
+// BenchmarkLargeMergeMachine merges a 100,000-member push-pull into a
+// Machine and reports the longest single input (HandleStream, then each
+// Tick): the longest Memberlist holds its lock for it.
+func BenchmarkLargeMergeMachine(b *testing.B) {
+	const n = 100_000
+	data := largePushPull(b, n)
+	cfg := mtConfig()
+	cfg.MaxMembers = 2 * n
+	var longest, total time.Duration
+	for range b.N {
+		m, err := NewMachine(cfg, mtSelfAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
+		require.NoError(b, err)
+		start := time.Now()
+		_, err = m.HandleStream(mtStart, mtStranger, data)
+		require.NoError(b, err)
+		longest = max(longest, time.Since(start))
+		for len(m.merges) > 0 {
+			t0 := time.Now()
+			m.Tick(mtStart)
+			longest = max(longest, time.Since(t0))
+		}
+		total += time.Since(start)
+		require.Equal(b, n+1, m.NumMembers())
+	}
+	b.ReportMetric(float64(longest.Microseconds())/1000, "ms-longest-input")
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms-merge")
+}
+
+// BenchmarkLargeMergeLockHold sends a running member a 100,000-member
+// push-pull over TCP while a prober pings it every millisecond, and
+// reports the slowest ack (how long the member could not answer) and the
+// pings it never answered.
+func BenchmarkLargeMergeLockHold(b *testing.B) {
+	const n = 100_000
+	data := largePushPull(b, n)
+	var worst time.Duration
+	var lost, sent int
+	for range b.N {
+		cfg := testConfig("target")
+		cfg.MaxMembers = 2 * n
+		cfg.MaxStreamBytes = wire.MaxStreamMessageSize
+		cfg.Events = nil
+		ml, err := New(cfg)
+		require.NoError(b, err)
+		addr := ml.LocalMember().Addr
+
+		probe, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		require.NoError(b, err)
+		var mu sync.Mutex
+		sentAt := map[uint32]time.Time{}
+		acked := 0
+		var slowest time.Duration
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() { // reader: match acks to pings
+			buf := make([]byte, 2048)
+			for {
+				k, _, err := probe.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					return
+				}
+				msgs, err := wire.DecodePacket(buf[:k])
+				if err != nil {
+					continue
+				}
+				for _, msg := range msgs {
+					if a, ok := msg.(*wire.Ack); ok {
+						mu.Lock()
+						if t0, ok := sentAt[a.Seq]; ok {
+							slowest = max(slowest, time.Since(t0))
+							delete(sentAt, a.Seq)
+							acked++
+						}
+						mu.Unlock()
+					}
+				}
+			}
+		})
+		pings := 0
+		wg.Go(func() { // prober: a ping every millisecond
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for seq := uint32(1); ; seq++ {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+				pkt, _ := wire.AppendPacket(nil, &wire.Ping{Seq: seq, Target: "target", From: "prober"})
+				mu.Lock()
+				sentAt[seq] = time.Now()
+				pings++
+				mu.Unlock()
+				_, _ = probe.WriteToUDPAddrPort(pkt, addr)
+			}
+		})
+
+		conn, err := net.Dial("tcp", addr.String())
+		require.NoError(b, err)
+		require.NoError(b, wire.WriteStreamMessage(conn, data))
+		_, err = wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+		require.NoError(b, err)
+		_ = conn.Close()
+		require.Eventually(b, func() bool { return ml.NumMembers() == n+1 }, time.Minute, 10*time.Millisecond)
+		close(done)
+		// The acks of the last pings may still be in flight.
+		pollUntil(200*time.Millisecond, func() bool { mu.Lock(); defer mu.Unlock(); return len(sentAt) == 0 })
+		_ = probe.Close()
+		wg.Wait()
+		require.NoError(b, ml.Shutdown())
+		mu.Lock()
+		worst = max(worst, slowest)
+		sent += pings
+		lost += pings - acked
+		mu.Unlock()
+	}
+	b.ReportMetric(float64(worst.Microseconds())/1000, "ms-slowest-ack")
+	b.ReportMetric(float64(lost)/float64(b.N), "pings-unanswered")
+	b.ReportMetric(float64(sent)/float64(b.N), "pings-sent")
+}
+
+// pollUntil checks cond every millisecond until it holds or d has passed.
+func pollUntil(d time.Duration, cond func() bool) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return
+		case <-tick.C:
+		}
+	}
+}
