@@ -179,6 +179,11 @@ type Memberlist struct {
 	eventsDropped  atomic.Uint64
 	streamsRefused atomic.Uint64
 
+	// Refused streams (streamlimits.go), counted and logged at most once
+	// per kind per 10 s.
+	streamsTooLarge atomic.Uint64
+	refusals        *refusalLog
+
 	// keys is the keyring (keyring.go), read by every packet and stream
 	// without a lock.
 	keys keyStore
@@ -219,7 +224,8 @@ type MemberlistStats struct {
 	// StreamsTimedOut: inbound streams closed because their first message
 	// did not arrive in time.
 	StreamsTimedOut uint64
-	// StreamsTooLarge: stream messages refused for announcing more than
+	// StreamsTooLarge: stream messages, inbound requests and replies to
+	// this member's exchanges alike, refused for announcing more than
 	// MaxStreamBytes.
 	StreamsTooLarge uint64
 }
@@ -288,6 +294,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		shutdownDone:  make(chan struct{}),
 		joins:         make(map[uint64]*joinWaiter),
 		kick:          make(chan struct{}, 1),
+		refusals:      newRefusalLog(logger),
 	}
 	kr, err := newKeyring(c.Keys, c.Plaintext)
 	if err != nil {
@@ -480,11 +487,13 @@ func (ml *Memberlist) Stats() MemberlistStats {
 		<-ml.loopDone
 		st = ml.finalStats
 	}
-	return MemberlistStats{
+	stats := MemberlistStats{
 		Stats:          st,
 		EventsDropped:  ml.eventsDropped.Load(),
 		StreamsRefused: ml.streamsRefused.Load(),
 	}
+	ml.addStreamStats(&stats)
+	return stats
 }
 
 // Shutdown stops the member without telling the cluster (call Leave first

@@ -87,7 +87,7 @@ func (ml *Memberlist) exchange(req StreamRequest) ([]byte, error) {
 	if err := wire.WriteStreamMessage(conn, req.Data); err != nil {
 		return nil, fmt.Errorf("write request: %w", ctxErr(ctx, err))
 	}
-	resp, err := wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+	resp, err := ml.readStreamMessage(conn, conn.RemoteAddr())
 	if err != nil {
 		return nil, fmt.Errorf("read reply: %w", ctxErr(ctx, err))
 	}
@@ -132,7 +132,7 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	defer stop()
 	_ = conn.SetDeadline(time.Now().Add(ml.cfg.StreamTimeout))
 	from := addrPortOf(conn.RemoteAddr())
-	data, err := wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+	data, err := ml.readStreamMessage(conn, conn.RemoteAddr())
 	if err != nil {
 		return fmt.Errorf("read request: %w", ctxErr(ml.ctx, err))
 	}

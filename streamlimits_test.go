@@ -1,7 +1,12 @@
 package swim
 
 import (
+	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"runtime"
 	"testing"
@@ -12,11 +17,123 @@ import (
 	"github.com/swim-go/swim/internal/wire"
 )
 
+// dialFrom opens a TCP connection to addr from the local IP address from.
+func dialFrom(ctx context.Context, from, addr string) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// mustDialFrom is dialFrom for the test goroutine.
+func mustDialFrom(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	conn, err := dialFrom(ctx, from, addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
 // totalAlloc is the bytes this process has allocated so far.
 func totalAlloc() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.TotalAlloc
+}
+
+// streamAllocBound is the most a refused stream message may cost its
+// reader, far below the sizes the tests announce (13 to 32 MiB): the
+// member's own background work while the test runs fits in it too.
+const streamAllocBound = 2 << 20
+
+// lengthPrefixed returns a stream message announcing n bytes, followed by
+// n zero bytes.
+func lengthPrefixed(n int) []byte {
+	b := make([]byte, 4+n)
+	binary.BigEndian.PutUint32(b, uint32(n))
+	return b
+}
+
+// TestStreamAnnouncingTooMuchIsRefusedUnread: a stream whose first message
+// announces more than MaxStreamBytes (32 MiB, or MaxStreamBytes+1) is
+// refused after its length header, without the reader allocating the
+// announced size, however much of it the peer sends; it is counted. Not
+// parallel: it measures the process's allocation.
+func TestStreamAnnouncingTooMuchIsRefusedUnread(t *testing.T) {
+	m := startMember(t, testConfig("target"))
+	limit := m.cfg.maxStreamBytes()
+	require.Less(t, limit, 32<<20, "the default is below the wire's limit")
+	for _, tc := range []struct {
+		name      string
+		announced int
+	}{
+		{"32 MiB", 32 << 20},
+		{"MaxStreamBytes+1", limit + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := lengthPrefixed(tc.announced)
+			before := m.Stats().StreamsTooLarge
+			conn := mustDialFrom(t, "127.0.0.1", m.LocalMember().Addr.String())
+			require.NoError(t, conn.SetDeadline(time.Now().Add(formTimeout)))
+
+			runtime.GC()
+			alloc := totalAlloc()
+			wrote := make(chan struct{})
+			go func() {
+				defer close(wrote)
+				_, _ = conn.Write(msg) // fails once the member has closed
+			}()
+			_, err := io.Copy(io.Discard, conn)
+			require.False(t, isTimeout(err), "the member answers by closing: %v", err)
+			<-wrote
+			used := totalAlloc() - alloc
+			t.Logf("announced %d bytes: %d bytes allocated meanwhile", tc.announced, used)
+
+			require.Less(t, used, uint64(streamAllocBound), "allocated %d bytes for a message of %d refused", used, tc.announced)
+			require.Eventually(t, func() bool { return m.Stats().StreamsTooLarge == before+1 }, formTimeout, pollEvery)
+		})
+	}
+}
+
+// TestStreamReplyAnnouncingTooMuchIsRefusedUnread: the limit holds for
+// replies too: a seed answering a join with a message over MaxStreamBytes
+// fails the join without the joiner allocating it. Not parallel: it
+// measures the process's allocation.
+func TestStreamReplyAnnouncingTooMuchIsRefusedUnread(t *testing.T) {
+	m := startMember(t, testConfig("joiner"))
+	reply := lengthPrefixed(m.cfg.maxStreamBytes() + 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(formTimeout))
+		if _, err := wire.ReadStreamMessage(conn, 0); err == nil {
+			_, _ = conn.Write(reply)
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); <-served })
+
+	runtime.GC()
+	alloc := totalAlloc()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	_, err = m.Join(ctx, ln.Addr().String())
+	used := totalAlloc() - alloc
+	t.Logf("reply announcing %d bytes: %d bytes allocated meanwhile (%v)", len(reply)-4, used, err)
+	require.Less(t, used, uint64(streamAllocBound), "allocated %d bytes for a reply of %d refused", used, len(reply)-4)
+	require.ErrorIs(t, err, wire.ErrTooLarge)
+	require.Equal(t, uint64(1), m.Stats().StreamsTooLarge)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // compoundOfPushPulls builds a stream message of about size bytes: a
