@@ -92,6 +92,12 @@ type Config struct {
 	// retried before being forgotten. Default 6h (LAN).
 	ReconnectTimeout time.Duration
 	// StreamTimeout bounds one TCP exchange (join, push-pull). Default 10s.
+	// An accepted stream must also deliver the first bytes of its request
+	// (its length header) sooner, within 4·ProbeTimeout (at least 1s, at
+	// most StreamTimeout), or it is closed and counted
+	// (StreamsTimedOut): a connection that sends nothing holds a stream
+	// slot that long, not StreamTimeout. The margin leaves room for a TLS
+	// handshake (StreamTLS), which comes before those bytes.
 	StreamTimeout time.Duration
 	// PacketBudget is the most bytes of one UDP packet, deltas included.
 	// Default 1400, under a typical 1500-byte MTU.

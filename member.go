@@ -181,6 +181,7 @@ type Memberlist struct {
 
 	// Refused streams (streamlimits.go), counted and logged at most once
 	// per kind per 10 s.
+	streamsTimedOut atomic.Uint64
 	streamsTooLarge atomic.Uint64
 	refusals        *refusalLog
 
@@ -221,8 +222,10 @@ type MemberlistStats struct {
 	// StreamsRefusedPerSource: inbound streams refused because their
 	// source address already held MaxStreamsPerSource.
 	StreamsRefusedPerSource uint64
-	// StreamsTimedOut: inbound streams closed because their first message
-	// did not arrive in time.
+	// StreamsTimedOut: inbound streams closed because their request did
+	// not arrive in time: its length header within the first-bytes
+	// deadline (see Config.StreamTimeout), or the rest within
+	// StreamTimeout.
 	StreamsTimedOut uint64
 	// StreamsTooLarge: stream messages, inbound requests and replies to
 	// this member's exchanges alike, refused for announcing more than

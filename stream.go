@@ -130,9 +130,10 @@ func (ml *Memberlist) serveStream(conn net.Conn) {
 func (ml *Memberlist) answer(conn net.Conn) error {
 	stop := context.AfterFunc(ml.ctx, func() { _ = conn.Close() })
 	defer stop()
-	_ = conn.SetDeadline(time.Now().Add(ml.cfg.StreamTimeout))
+	deadline := time.Now().Add(ml.cfg.StreamTimeout)
+	_ = conn.SetDeadline(deadline)
 	from := addrPortOf(conn.RemoteAddr())
-	data, err := ml.readStreamMessage(conn, conn.RemoteAddr())
+	data, err := ml.readRequest(conn, deadline)
 	if err != nil {
 		return fmt.Errorf("read request: %w", ctxErr(ml.ctx, err))
 	}

@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -211,4 +212,60 @@ func TestStreamCompoundOfPushPullsRejectedBeforeDecoding(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStreamFirstBytesDeadline: an accepted stream that sends nothing is
+// closed after the first-bytes deadline (1 s here), long before
+// StreamTimeout, and counted; one that sent its length header in time is
+// given the rest of StreamTimeout for the rest of its request.
+func TestStreamFirstBytesDeadline(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig("target")
+	cfg.StreamTimeout = 30 * time.Second
+	require.Equal(t, time.Second, cfg.firstBytesTimeout())
+	m := startMember(t, cfg)
+	addr := m.LocalMember().Addr.String()
+
+	f, err := wire.AppendFrame(nil, &wire.Ping{Seq: 1, Target: "target", From: "prober"})
+	require.NoError(t, err)
+	var ping bytes.Buffer
+	require.NoError(t, wire.WriteStreamMessage(&ping, append([]byte{wire.Version}, f...)))
+
+	slow := mustDialFrom(t, "127.0.0.1", addr)
+	_, err = slow.Write(ping.Bytes()[:wire.StreamHeaderLen+1]) // the header and one byte of the request
+	require.NoError(t, err)
+	idle := mustDialFrom(t, "127.0.0.1", addr)
+
+	// formTimeout is a third of StreamTimeout: only the first-bytes
+	// deadline can close idle in time.
+	require.True(t, closedByPeer(idle), "idle stream closed before StreamTimeout")
+	require.Equal(t, uint64(1), m.Stats().StreamsTimedOut)
+
+	// slow was accepted first: its first-bytes deadline has passed too.
+	_, err = slow.Write(ping.Bytes()[wire.StreamHeaderLen+1:])
+	require.NoError(t, err)
+	require.NoError(t, slow.SetReadDeadline(time.Now().Add(formTimeout)))
+	reply, err := wire.ReadStreamMessage(slow, 0)
+	require.NoError(t, err, "a request whose header came in time has StreamTimeout")
+	msgs, err := wire.DecodeStreamPacket(reply)
+	require.NoError(t, err)
+	require.IsType(t, &wire.Ack{}, msgs[0])
+	require.Equal(t, uint64(1), m.Stats().StreamsTimedOut)
+}
+
+func TestFirstBytesTimeoutOfTheProfiles(t *testing.T) {
+	require.Equal(t, time.Second, DefaultLocalConfig().firstBytesTimeout())
+	require.Equal(t, 2*time.Second, DefaultLANConfig().firstBytesTimeout())
+	require.Equal(t, 12*time.Second, DefaultWANConfig().firstBytesTimeout())
+	c := DefaultLANConfig()
+	c.StreamTimeout = 500 * time.Millisecond
+	require.Equal(t, c.StreamTimeout, c.firstBytesTimeout(), "never past StreamTimeout")
+}
+
+// closedByPeer reports whether the peer closed conn (rather than it
+// staying open until the read deadline).
+func closedByPeer(conn net.Conn) bool {
+	_ = conn.SetReadDeadline(time.Now().Add(formTimeout))
+	_, err := conn.Read(make([]byte, 1))
+	return err != nil && !isTimeout(err)
 }
