@@ -157,9 +157,10 @@ type Memberlist struct {
 
 	// Slots for the TCP exchanges in flight, MaxConcurrentStreams in each
 	// direction: a flood of inbound exchanges cannot starve this member's
-	// own joins and push-pulls, nor the reverse.
-	outSem chan struct{}
-	inSem  chan struct{}
+	// own joins and push-pulls, nor the reverse. The inbound ones are
+	// shared among source addresses (streamlimits.go).
+	outSem    chan struct{}
+	inStreams *inboundSlots
 
 	// stop is closed by Shutdown; ctx is cancelled with it and bounds every
 	// dial, read and write of the stream goroutines.
@@ -181,9 +182,10 @@ type Memberlist struct {
 
 	// Refused streams (streamlimits.go), counted and logged at most once
 	// per kind per 10 s.
-	streamsTimedOut atomic.Uint64
-	streamsTooLarge atomic.Uint64
-	refusals        *refusalLog
+	streamsRefusedPerSource atomic.Uint64
+	streamsTimedOut         atomic.Uint64
+	streamsTooLarge         atomic.Uint64
+	refusals                *refusalLog
 
 	// keys is the keyring (keyring.go), read by every packet and stream
 	// without a lock.
@@ -204,7 +206,8 @@ type MemberlistStats struct {
 	EventsDropped uint64
 	// StreamsRefused counts TCP exchanges refused because
 	// MaxConcurrentStreams exchanges in the same direction (inbound or
-	// outbound) were already in flight.
+	// outbound) were already in flight (and, inbound, no source address
+	// held more than MaxStreamsPerSource of them to make room).
 	StreamsRefused uint64
 
 	// Traffic refused before the protocol saw it, packets and streams
@@ -219,8 +222,10 @@ type MemberlistStats struct {
 	// RefusedKey: sealed, but no installed key opens it (a wrong key, a
 	// tampered or truncated packet, or no key installed).
 	RefusedKey uint64
-	// StreamsRefusedPerSource: inbound streams refused because their
-	// source address already held MaxStreamsPerSource.
+	// StreamsRefusedPerSource: inbound streams refused, while every slot
+	// was in use, because their source address already held
+	// MaxStreamsPerSource; and streams closed to give their slot to an
+	// address that held fewer (see Config.MaxStreamsPerSource).
 	StreamsRefusedPerSource uint64
 	// StreamsTimedOut: inbound streams closed because their request did
 	// not arrive in time: its length header within the first-bytes
@@ -289,7 +294,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		streamResults: make(chan streamResult),
 		inbound:       make(chan inboundRequest),
 		outSem:        make(chan struct{}, c.MaxConcurrentStreams),
-		inSem:         make(chan struct{}, c.MaxConcurrentStreams),
+		inStreams:     newInboundSlots(c.MaxConcurrentStreams, c.MaxStreamsPerSource),
 		stop:          make(chan struct{}),
 		ctx:           ctx,
 		cancel:        cancel,

@@ -105,21 +105,18 @@ func ctxErr(ctx context.Context, err error) error {
 
 // serveStream answers one accepted stream on a goroutine of its own: it reads
 // one request, has the loop compute the reply, writes it and closes. It runs
-// on the loop goroutine; with every slot taken the stream is closed at once
-// (the peer sees a failed exchange and retries later).
+// on the loop goroutine; a stream that gets no slot (admitStream) is closed
+// at once (the peer sees a failed exchange and retries later).
 func (ml *Memberlist) serveStream(conn net.Conn) {
-	select {
-	case ml.inSem <- struct{}{}:
-	default:
-		ml.streamsRefused.Add(1)
-		ml.logger.Debug("inbound stream refused", zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", ml.cfg.MaxConcurrentStreams))
+	st, ok := ml.admitStream(conn)
+	if !ok {
 		_ = conn.Close()
 		return
 	}
 	ml.wg.Add(1)
 	go func() {
 		defer ml.wg.Done()
-		defer func() { <-ml.inSem }()
+		defer ml.inStreams.release(st)
 		defer conn.Close()
 		if err := ml.answer(conn); err != nil {
 			ml.logger.Debug("inbound stream failed", zap.Stringer("from", conn.RemoteAddr()), zap.Error(err))

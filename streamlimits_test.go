@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,75 @@ func mustDialFrom(t *testing.T, from, addr string) net.Conn {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
+}
+
+// idleDialer keeps n idle TCP connections from one address open to a
+// member, sending nothing on them and dialling again whenever the member
+// closes one: the attacker of attack 6.
+type idleDialer struct {
+	dials  sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+func startIdleDialer(t *testing.T, from, addr string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &idleDialer{cancel: cancel}
+	for range n {
+		d.dials.Add(1)
+		go func() {
+			defer d.dials.Done()
+			buf := make([]byte, 1)
+			for ctx.Err() == nil {
+				conn, err := dialFrom(ctx, from, addr)
+				if err == nil {
+					stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+					_, _ = conn.Read(buf) // until the member closes it
+					stop()
+					_ = conn.Close()
+				}
+				// A short pause between dials keeps the attack from
+				// starving the test of CPU; it still re-dials 200 times a
+				// second per connection.
+				select {
+				case <-ctx.Done():
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	// Registered after the member's own clean-up, so it runs first.
+	t.Cleanup(func() { d.cancel(); d.dials.Wait() })
+}
+
+// inboundInUse is how many inbound stream slots ml has taken.
+func inboundInUse(ml *Memberlist) int { return ml.inStreams.inUse() }
+
+// TestIdleStreamsDoNotKeepEverySlot: 32 idle connections from one address
+// (as many as MaxConcurrentStreams), re-dialled as soon as they are
+// closed, no longer keep a new member from joining through their victim,
+// and the victim closes them once their first bytes are overdue.
+func TestIdleStreamsDoNotKeepEverySlot(t *testing.T) {
+	t.Parallel()
+	victim := startMember(t, testConfig("victim"))
+	addr := victim.LocalMember().Addr.String()
+	slots := victim.cfg.MaxConcurrentStreams
+	startIdleDialer(t, "127.0.0.2", addr, slots)
+	require.Eventually(t, func() bool { return inboundInUse(victim.Memberlist) == slots },
+		formTimeout, pollEvery, "the attacker holds every slot")
+
+	joiner := startMember(t, testConfig("joiner"))
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	n, err := joiner.Join(ctx, addr)
+	require.NoError(t, err, "join through a member whose slots an idle attacker fills")
+	require.Equal(t, 1, n)
+	require.Eventually(t, func() bool { return victim.NumMembers() == 2 && joiner.NumMembers() == 2 }, formTimeout, pollEvery)
+
+	require.Eventually(t, func() bool {
+		st := victim.Stats()
+		return st.StreamsTimedOut >= uint64(slots) && st.StreamsRefusedPerSource > 0
+	}, formTimeout, pollEvery, "idle streams closed and counted: %+v", victim.Stats())
 }
 
 // totalAlloc is the bytes this process has allocated so far.
@@ -268,4 +338,159 @@ func closedByPeer(conn net.Conn) bool {
 	_ = conn.SetReadDeadline(time.Now().Add(formTimeout))
 	_, err := conn.Read(make([]byte, 1))
 	return err != nil && !isTimeout(err)
+}
+
+// perSourceConfig has few stream slots, a small per-source share and a
+// first-bytes deadline far longer than the test (4·ProbeTimeout), so that
+// the idle connections it opens stay until it closes them.
+func perSourceConfig(name string) *Config {
+	c := testConfig(name)
+	c.MaxConcurrentStreams = 8
+	c.MaxStreamsPerSource = 2
+	c.ProbeInterval = 5 * time.Second
+	c.ProbeTimeout = 4 * time.Second
+	c.PauseTolerance = 10 * time.Second
+	c.StreamTimeout = 30 * time.Second
+	return c
+}
+
+// tcpPing sends a TCP ping for target on conn and reads the reply.
+func tcpPing(conn net.Conn, target string) error {
+	f, err := wire.AppendFrame(nil, &wire.Ping{Seq: 1, Target: target, From: "prober"})
+	if err != nil {
+		return err
+	}
+	if err := conn.SetDeadline(time.Now().Add(formTimeout)); err != nil {
+		return err
+	}
+	if err := wire.WriteStreamMessage(conn, wire.AppendCompound(nil, [][]byte{f})); err != nil {
+		return err
+	}
+	reply, err := wire.ReadStreamMessage(conn, 0)
+	if err != nil {
+		return err
+	}
+	msgs, err := wire.DecodeStreamPacket(reply)
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return errors.New("empty reply")
+	}
+	if _, ok := msgs[0].(*wire.Ack); !ok {
+		return fmt.Errorf("reply starts with %T, want an ack", msgs[0])
+	}
+	return nil
+}
+
+// TestStreamsPerSourceWhenSlotsAreScarce: with every slot taken by one
+// address, another address still gets MaxStreamsPerSource streams (taken
+// from the first address's oldest), and no more; the first gets none more.
+func TestStreamsPerSourceWhenSlotsAreScarce(t *testing.T) {
+	t.Parallel()
+	m := startMember(t, perSourceConfig("target"))
+	addr := m.LocalMember().Addr.String()
+	slots, share := m.cfg.MaxConcurrentStreams, m.cfg.MaxStreamsPerSource
+
+	var hog []net.Conn
+	for range slots {
+		hog = append(hog, mustDialFrom(t, "127.0.0.2", addr))
+	}
+	require.Eventually(t, func() bool { return inboundInUse(m.Memberlist) == slots }, formTimeout, pollEvery)
+	extra := mustDialFrom(t, "127.0.0.2", addr)
+	require.True(t, closedByPeer(extra), "a source holding every slot gets no more")
+	require.Equal(t, uint64(1), m.Stats().StreamsRefusedPerSource)
+
+	var other []net.Conn
+	for range share + 1 {
+		other = append(other, mustDialFrom(t, "127.0.0.3", addr))
+	}
+	require.True(t, closedByPeer(other[share]), "one stream over the share is refused")
+	for i, conn := range other[:share] {
+		require.NoError(t, tcpPing(conn, "target"), "stream %d within the share", i)
+	}
+	for i, conn := range hog[:share] {
+		require.True(t, closedByPeer(conn), "the hog's oldest streams made room: %d", i)
+	}
+	st := m.Stats()
+	require.Equal(t, uint64(1+share+1), st.StreamsRefusedPerSource, "refused and closed for the share: %+v", st)
+	require.Zero(t, st.StreamsRefused, "no refusal for want of a slot: %+v", st)
+}
+
+// TestJoinStormFromOneAddress: two dozen members on one host (one source
+// address) joining one seed at the same moment all succeed: the per-source
+// share never refuses an address while slots are free.
+func TestJoinStormFromOneAddress(t *testing.T) {
+	seed := startMember(t, testConfig("seed"))
+	addr := seed.LocalMember().Addr.String()
+	const n = 24
+	joiners := make([]*testMember, n)
+	for i := range joiners {
+		joiners[i] = startMember(t, testConfig(fmt.Sprintf("j%02d", i)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for _, j := range joiners {
+		go func() {
+			<-start
+			_, err := j.Join(ctx, addr)
+			errs <- err
+		}()
+	}
+	close(start)
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	require.Eventually(t, func() bool { return seed.NumMembers() == n+1 }, formTimeout, pollEvery)
+	st := seed.Stats()
+	require.Zero(t, st.StreamsRefused, "%+v", st)
+	require.Zero(t, st.StreamsRefusedPerSource, "%+v", st)
+}
+
+// TestInboundSlots: the sharing rule of Config.MaxStreamsPerSource, step by
+// step, with 4 slots and a share of 1.
+func TestInboundSlots(t *testing.T) {
+	a, b, c := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	s := newInboundSlots(4, 1)
+	admit := func(src netip.Addr, want admission) (st, evicted *inboundStream) {
+		t.Helper()
+		st, evicted, got := s.admit(src, nil)
+		require.Equal(t, want, got)
+		return st, evicted
+	}
+	held := func() map[netip.Addr]int { return s.bySource }
+
+	var as []*inboundStream
+	for range 4 {
+		st, evicted := admit(a, admitted)
+		require.Nil(t, evicted, "slots free: no one is evicted")
+		as = append(as, st)
+	}
+	admit(a, refusedShare) // full, and a holds more than its share
+	b1, evicted := admit(b, admitted)
+	require.Same(t, as[0], evicted, "the oldest stream of the largest holder")
+	require.Equal(t, map[netip.Addr]int{a: 3, b: 1}, held())
+	admit(b, refusedShare)
+	_, evicted = admit(c, admitted)
+	require.Same(t, as[1], evicted)
+	require.Equal(t, map[netip.Addr]int{a: 2, b: 1, c: 1}, held())
+
+	s.release(as[0]) // evicted: its slot is already c's
+	require.Equal(t, 4, s.inUse())
+	s.release(b1)
+	require.Equal(t, 3, s.inUse())
+	require.Equal(t, map[netip.Addr]int{a: 2, c: 1}, held())
+
+	// Fill again: a takes the free slot, then the rest hold at most their
+	// share: no one to evict for a new address.
+	admit(a, admitted)
+	_, evicted = admit(b, admitted) // a holds 3
+	require.Same(t, as[2], evicted)
+	_, evicted = admit(netip.MustParseAddr("10.0.0.4"), admitted) // a holds 2
+	require.Same(t, as[3], evicted)
+	require.Equal(t, 4, len(held()), "one stream each")
+	admit(netip.MustParseAddr("10.0.0.5"), refusedSlots)
+	require.Equal(t, 4, s.inUse())
 }
