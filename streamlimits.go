@@ -20,6 +20,18 @@ import (
 // cost. Each refusal is counted (MemberlistStats) and logged through the
 // rate-limited refusal log.
 
+// Kinds of refused streams, as the refusal log names them.
+const (
+	refusalTooLarge       = "stream message over MaxStreamBytes"
+	refusalFirstBytes     = "inbound stream without a request in time (first bytes)"
+	refusalRequestLate    = "inbound stream without a request in time (StreamTimeout)"
+	refusalInboundSlots   = "inbound stream, every slot in use (MaxConcurrentStreams)"
+	refusalInboundShare   = "inbound stream, every slot in use and its source holds MaxStreamsPerSource"
+	refusalInboundEvicted = "inbound stream closed to give its slot to a source under MaxStreamsPerSource"
+	refusalOutboundSlots  = "outbound stream, every slot in use (MaxConcurrentStreams)"
+	refusalTransportQueue = "accepted stream, Streams channel full (MaxConcurrentStreams)"
+)
+
 // readStreamMessage reads one message from a stream, inbound request or
 // outbound reply, refusing one announced over MaxStreamBytes after its
 // length header, before anything is allocated for it (counted:
@@ -29,7 +41,7 @@ func (ml *Memberlist) readStreamMessage(r io.Reader, peer net.Addr) ([]byte, err
 	data, err := wire.ReadStreamMessage(r, max)
 	if errors.Is(err, wire.ErrTooLarge) {
 		ml.streamsTooLarge.Add(1)
-		ml.refusals.warn("stream message over MaxStreamBytes",
+		ml.refusals.warn(refusalTooLarge,
 			zap.Stringer("peer", peer), zap.Int("max", max), zap.Error(err))
 	}
 	return data, err
@@ -77,10 +89,10 @@ func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) ([]byte, er
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		ml.streamsTimedOut.Add(1)
 		if r.pending > 0 {
-			ml.refusals.warn("inbound stream without a request in time (first bytes)",
+			ml.refusals.warn(refusalFirstBytes,
 				zap.Stringer("from", conn.RemoteAddr()), zap.Duration("timeout", wait))
 		} else {
-			ml.refusals.warn("inbound stream without a request in time (StreamTimeout)",
+			ml.refusals.warn(refusalRequestLate,
 				zap.Stringer("from", conn.RemoteAddr()), zap.Duration("timeout", ml.cfg.StreamTimeout))
 		}
 	}
@@ -229,12 +241,12 @@ func (ml *Memberlist) admitStream(conn net.Conn) (*inboundStream, bool) {
 	switch verdict {
 	case refusedSlots:
 		ml.streamsRefused.Add(1)
-		ml.refusals.warn("inbound stream, every slot in use (MaxConcurrentStreams)",
+		ml.refusals.warn(refusalInboundSlots,
 			zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", ml.cfg.MaxConcurrentStreams))
 		return nil, false
 	case refusedShare:
 		ml.streamsRefusedPerSource.Add(1)
-		ml.refusals.warn("inbound stream, every slot in use and its source holds MaxStreamsPerSource",
+		ml.refusals.warn(refusalInboundShare,
 			zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", ml.cfg.MaxConcurrentStreams),
 			zap.Int("per_source", ml.cfg.MaxStreamsPerSource))
 		return nil, false
@@ -242,7 +254,7 @@ func (ml *Memberlist) admitStream(conn net.Conn) (*inboundStream, bool) {
 	if evicted != nil {
 		ml.streamsRefusedPerSource.Add(1)
 		_ = evicted.conn.Close()
-		ml.refusals.warn("inbound stream closed to give its slot to a source under MaxStreamsPerSource",
+		ml.refusals.warn(refusalInboundEvicted,
 			zap.Stringer("from", evicted.conn.RemoteAddr()), zap.Stringer("for", conn.RemoteAddr()),
 			zap.Int("per_source", ml.cfg.MaxStreamsPerSource))
 	}

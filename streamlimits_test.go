@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/swim-go/swim/internal/wire"
 )
@@ -290,8 +292,10 @@ func TestStreamCompoundOfPushPullsRejectedBeforeDecoding(t *testing.T) {
 // given the rest of StreamTimeout for the rest of its request.
 func TestStreamFirstBytesDeadline(t *testing.T) {
 	t.Parallel()
+	core, logs := observer.New(zap.WarnLevel)
 	cfg := testConfig("target")
 	cfg.StreamTimeout = 30 * time.Second
+	cfg.Logger = zap.New(core)
 	require.Equal(t, time.Second, cfg.firstBytesTimeout())
 	m := startMember(t, cfg)
 	addr := m.LocalMember().Addr.String()
@@ -310,6 +314,7 @@ func TestStreamFirstBytesDeadline(t *testing.T) {
 	// deadline can close idle in time.
 	require.True(t, closedByPeer(idle), "idle stream closed before StreamTimeout")
 	require.Equal(t, uint64(1), m.Stats().StreamsTimedOut)
+	require.True(t, warnedOnce(logs, refusalFirstBytes))
 
 	// slow was accepted first: its first-bytes deadline has passed too.
 	_, err = slow.Write(ping.Bytes()[wire.StreamHeaderLen+1:])
@@ -321,6 +326,25 @@ func TestStreamFirstBytesDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.IsType(t, &wire.Ack{}, msgs[0])
 	require.Equal(t, uint64(1), m.Stats().StreamsTimedOut)
+}
+
+// TestStreamRequestLateAfterHeader: a request whose length header came in
+// time but whose body does not is closed at StreamTimeout, counted and
+// logged.
+func TestStreamRequestLateAfterHeader(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := testConfig("target")
+	cfg.StreamTimeout = 1500 * time.Millisecond
+	cfg.Logger = zap.New(core)
+	m := startMember(t, cfg)
+	conn := mustDialFrom(t, "127.0.0.1", m.LocalMember().Addr.String())
+	_, err := conn.Write(binary.BigEndian.AppendUint32(nil, 100))
+	require.NoError(t, err)
+	require.True(t, closedByPeer(conn))
+	require.Equal(t, uint64(1), m.Stats().StreamsTimedOut)
+	require.True(t, warnedOnce(logs, refusalRequestLate))
+	require.Zero(t, logs.FilterMessage("refused: "+refusalFirstBytes).Len())
 }
 
 func TestFirstBytesTimeoutOfTheProfiles(t *testing.T) {
@@ -493,4 +517,71 @@ func TestInboundSlots(t *testing.T) {
 	require.Equal(t, 4, len(held()), "one stream each")
 	admit(netip.MustParseAddr("10.0.0.5"), refusedSlots)
 	require.Equal(t, 4, s.inUse())
+}
+
+// warnedOnce reports whether logs hold exactly one warning of the kind.
+func warnedOnce(logs *observer.ObservedLogs, kind string) bool {
+	return logs.FilterMessage("refused: "+kind).FilterLevelExact(zap.WarnLevel).Len() == 1
+}
+
+// TestStreamRefusalsAreLogged: every kind of refused stream is counted and
+// logged as a warning, with two slots each way and a share of one to make
+// refusals easy.
+func TestStreamRefusalsAreLogged(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := perSourceConfig("target")
+	cfg.MaxConcurrentStreams = 2
+	cfg.MaxStreamsPerSource = 1
+	cfg.Logger = zap.New(core)
+	m := startMember(t, cfg)
+	addr := m.LocalMember().Addr.String()
+	warned := func(kind string) bool { return warnedOnce(logs, kind) }
+
+	big := mustDialFrom(t, "127.0.0.1", addr)
+	_, err := big.Write(binary.BigEndian.AppendUint32(nil, 32<<20))
+	require.NoError(t, err)
+	require.True(t, closedByPeer(big))
+	require.Eventually(t, func() bool { return warned(refusalTooLarge) }, formTimeout, pollEvery)
+	require.Eventually(t, func() bool { return inboundInUse(m.Memberlist) == 0 }, formTimeout, pollEvery)
+
+	// 127.0.0.2 takes both slots while they are free.
+	first := mustDialFrom(t, "127.0.0.2", addr)
+	mustDialFrom(t, "127.0.0.2", addr)
+	require.Eventually(t, func() bool { return inboundInUse(m.Memberlist) == 2 }, formTimeout, pollEvery)
+	require.True(t, closedByPeer(mustDialFrom(t, "127.0.0.2", addr)))
+	require.True(t, warned(refusalInboundShare))
+	mustDialFrom(t, "127.0.0.3", addr)
+	require.True(t, closedByPeer(first))
+	require.True(t, warned(refusalInboundEvicted))
+	require.True(t, closedByPeer(mustDialFrom(t, "127.0.0.4", addr)))
+	require.True(t, warned(refusalInboundSlots))
+
+	// Three seeds that never answer: two exchanges hold the outbound
+	// slots, the third is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = m.Join(ctx, silentSeed(t), silentSeed(t), silentSeed(t))
+	require.ErrorIs(t, err, errStreamsBusy)
+	require.True(t, warned(refusalOutboundSlots))
+
+	st := m.Stats()
+	require.Equal(t, uint64(1), st.StreamsTooLarge, "%+v", st)
+	require.Equal(t, uint64(2), st.StreamsRefusedPerSource, "%+v", st)
+	require.Equal(t, uint64(2), st.StreamsRefused, "one each way: %+v", st)
+}
+
+// TestNetTransportLogsRefusedStreams: a stream accepted while the Streams
+// channel is full is closed, counted and logged, one line per 10 s.
+func TestNetTransportLogsRefusedStreams(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	tr := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1", MaxConcurrentStreams: 1, Logger: zap.New(core)})
+	addr := tr.LocalAddr().String()
+	mustDialFrom(t, "127.0.0.1", addr) // waits in Streams: nobody receives
+	require.Eventually(t, func() bool { return tr.Stats().StreamsAccepted == 1 }, formTimeout, pollEvery)
+	for i := range 3 {
+		require.True(t, closedByPeer(mustDialFrom(t, "127.0.0.1", addr)))
+		require.Equal(t, uint64(i+1), tr.Stats().StreamsRefused)
+	}
+	require.True(t, warnedOnce(logs, refusalTransportQueue), "one line for three refusals: %v", logs.All())
 }
