@@ -37,12 +37,12 @@ const (
 // length header, before anything is allocated for it (counted:
 // StreamsTooLarge).
 func (ml *Memberlist) readStreamMessage(r io.Reader, peer net.Addr) ([]byte, error) {
-	max := ml.cfg.maxStreamBytes()
-	data, err := wire.ReadStreamMessage(r, max)
+	limit := ml.cfg.maxStreamBytes()
+	data, err := wire.ReadStreamMessage(r, limit)
 	if errors.Is(err, wire.ErrTooLarge) {
 		ml.streamsTooLarge.Add(1)
 		ml.refusals.warn(refusalTooLarge,
-			zap.Stringer("peer", peer), zap.Int("max", max), zap.Error(err))
+			zap.Stringer("peer", peer), zap.Int("max", limit), zap.Error(err))
 	}
 	return data, err
 }
