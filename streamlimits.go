@@ -253,10 +253,10 @@ func (ml *Memberlist) admitStream(conn net.Conn) (*inboundStream, bool) {
 	}
 	if evicted != nil {
 		ml.streamsRefusedPerSource.Add(1)
-		_ = evicted.conn.Close()
 		ml.refusals.warn(refusalInboundEvicted,
 			zap.Stringer("from", evicted.conn.RemoteAddr()), zap.Stringer("for", conn.RemoteAddr()),
 			zap.Int("per_source", ml.cfg.MaxStreamsPerSource))
+		_ = evicted.conn.Close()
 	}
 	return st, true
 }
