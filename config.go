@@ -96,6 +96,12 @@ type Config struct {
 	// (LAN).
 	ReconnectTimeout time.Duration
 	// StreamTimeout bounds one TCP exchange (join, push-pull). Default 10s.
+	// An accepted stream must also deliver the first bytes of its request
+	// (its length header) sooner, within 4·ProbeTimeout (at least 1s, at
+	// most StreamTimeout), or it is closed and counted
+	// (StreamsTimedOut): a connection that sends nothing holds a stream
+	// slot that long, not StreamTimeout. The margin leaves room for a TLS
+	// handshake (StreamTLS), which comes before those bytes.
 	StreamTimeout time.Duration
 	// PacketBudget is the most bytes of one UDP packet, deltas included.
 	// Default 1400, under a typical 1500-byte MTU.
@@ -172,14 +178,34 @@ type Config struct {
 	// (10,000 members).
 	MaxMembers int
 	// MaxStreamBytes bounds one message on a stream (a push-pull, a TCP
-	// ping); a peer announcing more is refused before anything is read.
+	// ping), requests and replies alike; a peer announcing more is refused
+	// before anything is read, and counted (StreamsTooLarge).
 	// 0 derives it from MaxMembers and MaxMetaSize: room for a push-pull of
 	// MaxMembers members, each with MaxMetaSize bytes of metadata and a
 	// long name (about 13 MiB at the LAN defaults), at most 32 MiB.
 	MaxStreamBytes int
-	// MaxStreamsPerSource bounds the inbound streams one IP address may
-	// hold open at once; more are refused and counted, so that a single
-	// host cannot take every one of MaxConcurrentStreams slots. Default 4.
+	// MaxStreamsPerSource is the share of the MaxConcurrentStreams inbound
+	// stream slots that each source IP address is sure to get however many
+	// streams other addresses open (while no more than
+	// MaxConcurrentStreams/MaxStreamsPerSource addresses want slots at
+	// once), so that no single host can take every slot and keep the
+	// others out. The rule:
+	//
+	//   - While a slot is free, any stream takes it, whatever its address:
+	//     many members on one host (all one address, as in tests and
+	//     demos on 127.0.0.1), or a join storm through one seed, are never
+	//     refused for their address.
+	//   - Once every slot is taken, a stream from an address holding fewer
+	//     than MaxStreamsPerSource streams takes the slot of the oldest
+	//     stream of the address holding the most, if that address holds
+	//     more than MaxStreamsPerSource; that stream is closed.
+	//   - Once every slot is taken, a stream from an address already
+	//     holding MaxStreamsPerSource or more is refused.
+	//
+	// Refused and closed streams are counted (StreamsRefusedPerSource) and
+	// logged. A stream refused because every address holds no more than
+	// its share counts as StreamsRefused. Addresses are IP addresses,
+	// IPv4-mapped IPv6 ones taken as IPv4; ports do not matter. Default 4.
 	MaxStreamsPerSource int
 
 	// Keys is the keyring: AES keys of 16, 24 or 32 bytes (AES-128, -192,

@@ -157,9 +157,10 @@ type Memberlist struct {
 
 	// Slots for the TCP exchanges in flight, MaxConcurrentStreams in each
 	// direction: a flood of inbound exchanges cannot starve this member's
-	// own joins and push-pulls, nor the reverse.
-	outSem chan struct{}
-	inSem  chan struct{}
+	// own joins and push-pulls, nor the reverse. The inbound ones are
+	// shared among source addresses (streamlimits.go).
+	outSem    chan struct{}
+	inStreams *inboundSlots
 
 	// stop is closed by Shutdown; ctx is cancelled with it and bounds every
 	// dial, read and write of the stream goroutines.
@@ -178,6 +179,13 @@ type Memberlist struct {
 
 	eventsDropped  atomic.Uint64
 	streamsRefused atomic.Uint64
+
+	// Refused streams (streamlimits.go), counted and logged at most once
+	// per kind per 10 s.
+	streamsRefusedPerSource atomic.Uint64
+	streamsTimedOut         atomic.Uint64
+	streamsTooLarge         atomic.Uint64
+	refusals                *refusalLog
 
 	// keys is the keyring (keyring.go), read by every packet and stream
 	// without a lock.
@@ -198,7 +206,8 @@ type MemberlistStats struct {
 	EventsDropped uint64
 	// StreamsRefused counts TCP exchanges refused because
 	// MaxConcurrentStreams exchanges in the same direction (inbound or
-	// outbound) were already in flight.
+	// outbound) were already in flight (and, inbound, no source address
+	// held more than MaxStreamsPerSource of them to make room).
 	StreamsRefused uint64
 
 	// Traffic refused before the protocol saw it, packets and streams
@@ -213,13 +222,18 @@ type MemberlistStats struct {
 	// RefusedKey: sealed, but no installed key opens it (a wrong key, a
 	// tampered or truncated packet, or no key installed).
 	RefusedKey uint64
-	// StreamsRefusedPerSource: inbound streams refused because their
-	// source address already held MaxStreamsPerSource.
+	// StreamsRefusedPerSource: inbound streams refused, while every slot
+	// was in use, because their source address already held
+	// MaxStreamsPerSource; and streams closed to give their slot to an
+	// address that held fewer (see Config.MaxStreamsPerSource).
 	StreamsRefusedPerSource uint64
-	// StreamsTimedOut: inbound streams closed because their first message
-	// did not arrive in time.
+	// StreamsTimedOut: inbound streams closed because their request did
+	// not arrive in time: its length header within the first-bytes
+	// deadline (see Config.StreamTimeout), or the rest within
+	// StreamTimeout.
 	StreamsTimedOut uint64
-	// StreamsTooLarge: stream messages refused for announcing more than
+	// StreamsTooLarge: stream messages, inbound requests and replies to
+	// this member's exchanges alike, refused for announcing more than
 	// MaxStreamBytes.
 	StreamsTooLarge uint64
 }
@@ -280,7 +294,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		streamResults: make(chan streamResult),
 		inbound:       make(chan inboundRequest),
 		outSem:        make(chan struct{}, c.MaxConcurrentStreams),
-		inSem:         make(chan struct{}, c.MaxConcurrentStreams),
+		inStreams:     newInboundSlots(c.MaxConcurrentStreams, c.MaxStreamsPerSource),
 		stop:          make(chan struct{}),
 		ctx:           ctx,
 		cancel:        cancel,
@@ -288,6 +302,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		shutdownDone:  make(chan struct{}),
 		joins:         make(map[uint64]*joinWaiter),
 		kick:          make(chan struct{}, 1),
+		refusals:      newRefusalLog(logger),
 	}
 	kr, err := newKeyring(c.Keys, c.Plaintext)
 	if err != nil {
@@ -480,11 +495,13 @@ func (ml *Memberlist) Stats() MemberlistStats {
 		<-ml.loopDone
 		st = ml.finalStats
 	}
-	return MemberlistStats{
+	stats := MemberlistStats{
 		Stats:          st,
 		EventsDropped:  ml.eventsDropped.Load(),
 		StreamsRefused: ml.streamsRefused.Load(),
 	}
+	ml.addStreamStats(&stats)
+	return stats
 }
 
 // Shutdown stops the member without telling the cluster (call Leave first

@@ -612,6 +612,10 @@ func (m *Machine) handleStreamPingReply(now time.Time, id uint64, resp []byte, e
 		m.stats.TCPPingsFailed++
 		return err
 	}
+	if err := wire.CheckSmallStreamPacket(resp); err != nil {
+		m.stats.TCPPingsFailed++
+		return fmt.Errorf("swim: TCP ping reply: %w", err)
+	}
 	msgs, err := wire.DecodeStreamPacket(resp)
 	if err != nil {
 		m.stats.TCPPingsFailed++

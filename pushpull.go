@@ -177,6 +177,11 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 		}
 		return reply, nil
 	}
+	// Checked before decoding: a compound of push-pulls would cost a
+	// dozen times its size to decode only to be refused.
+	if err := wire.CheckSmallStreamPacket(req); err != nil {
+		return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
+	}
 	msgs, err := wire.DecodeStreamPacket(req)
 	if err != nil {
 		return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
@@ -214,6 +219,9 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 	}
 	if !wire.IsPushPull(resp) {
 		m.stats.PushPullsFailed++
+		if err := wire.CheckSmallStreamPacket(resp); err != nil {
+			return fmt.Errorf("swim: push-pull reply: %w", err)
+		}
 		if _, err := wire.DecodeStreamPacket(resp); err != nil {
 			return fmt.Errorf("swim: push-pull reply: %w", err)
 		}

@@ -47,7 +47,7 @@ func (ml *Memberlist) startStream(req StreamRequest) {
 	case ml.outSem <- struct{}{}:
 	default:
 		ml.streamsRefused.Add(1)
-		ml.logger.Debug("outbound stream refused", zap.Stringer("to", req.To), zap.Int("max", ml.cfg.MaxConcurrentStreams))
+		ml.refusals.warn(refusalOutboundSlots, zap.Stringer("to", req.To), zap.Int("max", ml.cfg.MaxConcurrentStreams))
 		ml.refused = append(ml.refused, streamResult{id: req.ID, err: errStreamsBusy})
 		return
 	}
@@ -87,7 +87,7 @@ func (ml *Memberlist) exchange(req StreamRequest) ([]byte, error) {
 	if err := wire.WriteStreamMessage(conn, req.Data); err != nil {
 		return nil, fmt.Errorf("write request: %w", ctxErr(ctx, err))
 	}
-	resp, err := wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+	resp, err := ml.readStreamMessage(conn, conn.RemoteAddr())
 	if err != nil {
 		return nil, fmt.Errorf("read reply: %w", ctxErr(ctx, err))
 	}
@@ -105,21 +105,18 @@ func ctxErr(ctx context.Context, err error) error {
 
 // serveStream answers one accepted stream on a goroutine of its own: it reads
 // one request, has the loop compute the reply, writes it and closes. It runs
-// on the loop goroutine; with every slot taken the stream is closed at once
-// (the peer sees a failed exchange and retries later).
+// on the loop goroutine; a stream that gets no slot (admitStream) is closed
+// at once (the peer sees a failed exchange and retries later).
 func (ml *Memberlist) serveStream(conn net.Conn) {
-	select {
-	case ml.inSem <- struct{}{}:
-	default:
-		ml.streamsRefused.Add(1)
-		ml.logger.Debug("inbound stream refused", zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", ml.cfg.MaxConcurrentStreams))
+	st, ok := ml.admitStream(conn)
+	if !ok {
 		_ = conn.Close()
 		return
 	}
 	ml.wg.Add(1)
 	go func() {
 		defer ml.wg.Done()
-		defer func() { <-ml.inSem }()
+		defer ml.inStreams.release(st)
 		defer conn.Close()
 		if err := ml.answer(conn); err != nil {
 			ml.logger.Debug("inbound stream failed", zap.Stringer("from", conn.RemoteAddr()), zap.Error(err))
@@ -130,9 +127,10 @@ func (ml *Memberlist) serveStream(conn net.Conn) {
 func (ml *Memberlist) answer(conn net.Conn) error {
 	stop := context.AfterFunc(ml.ctx, func() { _ = conn.Close() })
 	defer stop()
-	_ = conn.SetDeadline(time.Now().Add(ml.cfg.StreamTimeout))
+	deadline := time.Now().Add(ml.cfg.StreamTimeout)
+	_ = conn.SetDeadline(deadline)
 	from := addrPortOf(conn.RemoteAddr())
-	data, err := wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+	data, err := ml.readRequest(conn, deadline)
 	if err != nil {
 		return fmt.Errorf("read request: %w", ctxErr(ml.ctx, err))
 	}

@@ -88,9 +88,10 @@ type NetTransportConfig struct {
 	MaxPacketSize int
 	// MaxConcurrentStreams is the capacity of the Streams channel: the most
 	// accepted streams waiting for the consumer. A stream accepted while it
-	// is full is closed at once and counted (StreamsRefused). The transport
-	// cannot see when the consumer is done with a stream, so the consumer
-	// bounds how many it handles at once. Default 32.
+	// is full is closed at once, counted (StreamsRefused) and logged as a
+	// warning (one line per 10 s at most, with the count of the others).
+	// The transport cannot see when the consumer is done with a stream, so
+	// the consumer bounds how many it handles at once. Default 32.
 	MaxConcurrentStreams int
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
@@ -168,6 +169,7 @@ type NetTransport struct {
 	tcp       *net.TCPListener
 	advertise netip.AddrPort
 	log       *zap.Logger
+	refusals  *refusalLog // streams refused for want of room in Streams
 
 	packets chan IncomingPacket
 	streams chan net.Conn
@@ -295,6 +297,7 @@ func NewNetTransport(cfg *NetTransportConfig) (*NetTransport, error) {
 		streams:   make(chan net.Conn, c.MaxConcurrentStreams),
 		readSize:  min(c.MaxPacketSize+1, udpReadBufferSize),
 	}
+	t.refusals = newRefusalLog(t.log)
 	t.overflowMax = c.PacketBuffer - cap(t.packets)
 	t.lifetime, t.stop = context.WithCancel(context.Background())
 	t.wg.Add(2)
@@ -530,6 +533,7 @@ func (t *NetTransport) acceptStreams() {
 			// Refusing at once tells the peer to retry elsewhere or later;
 			// queueing without bound would let a flood exhaust descriptors.
 			t.streamsRefused.Add(1)
+			t.refusals.warn(refusalTransportQueue, zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", cap(t.streams)))
 			_ = conn.Close()
 		}
 	}

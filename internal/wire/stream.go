@@ -14,6 +14,10 @@ import (
 // few extra copies as the buffer doubles.
 const streamReadChunk = 64 << 10
 
+// StreamHeaderLen is the size of the length prefix before each stream
+// message: 4 bytes, big-endian.
+const StreamHeaderLen = 4
+
 // WriteStreamMessage writes one length-prefixed packet to a stream.
 //
 // The 4-byte big-endian length and the packet go out in one writev on a
@@ -27,7 +31,7 @@ func WriteStreamMessage(w io.Writer, packet []byte) error {
 	if len(packet) > MaxStreamMessageSize {
 		return fmt.Errorf("wire: write stream message: %d bytes, limit %d: %w", len(packet), MaxStreamMessageSize, ErrTooLarge)
 	}
-	var hdr [4]byte
+	var hdr [StreamHeaderLen]byte
 	binary.BigEndian.PutUint32(hdr[:], uint32(len(packet)))
 	bufs := net.Buffers{hdr[:], packet}
 	if _, err := bufs.WriteTo(w); err != nil {
@@ -50,7 +54,7 @@ func ReadStreamMessage(r io.Reader, max int) ([]byte, error) {
 	if max > 0 && max < limit {
 		limit = max
 	}
-	var hdr [4]byte
+	var hdr [StreamHeaderLen]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if err == io.EOF {
 			return nil, io.EOF
