@@ -189,9 +189,7 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 	if len(msgs) == 0 {
 		return nil, fmt.Errorf("swim: stream from %s: empty request", from)
 	}
-	switch first := msgs[0].(type) {
-	case *wire.PushPull:
-		return nil, fmt.Errorf("swim: stream from %s: push-pull with %d messages", from, len(msgs))
+	switch first := msgs[0].(type) { // a push-pull in a compound was refused above
 	case *wire.Ping:
 		return m.handleStreamPing(now, from, first, msgs[1:])
 	default:

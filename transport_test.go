@@ -164,7 +164,9 @@ func TestNetTransportStreamRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "pull", string(buf))
 
-			require.Equal(t, uint64(1), b.Stats().StreamsAccepted)
+			// The acceptor counts a stream once it has handed it over, so
+			// the count may trail the stream by a moment.
+			require.Eventually(t, func() bool { return b.Stats().StreamsAccepted == 1 }, transportTestWait, time.Millisecond)
 			require.Zero(t, b.Stats().StreamsRefused)
 		})
 	}
@@ -553,6 +555,9 @@ func TestNetTransportHandlePackets(t *testing.T) {
 	})
 	payloads := append(numbered(100), []byte("a longer packet than the others"))
 	sendCounted(t, a, b, payloads...)
+	// The reader counts a packet before it calls the handler with it.
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == len(payloads) },
+		transportTestWait, time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, got, len(payloads))
