@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -161,5 +162,45 @@ func pollUntil(d time.Duration, cond func() bool) {
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// TestAttackRemoteCrashStream: one TCP push-pull announcing 2^20 invented
+// members used to be merged and then crash the member (its reply did not
+// encode). It is refused, by its size at the default MaxStreamBytes or by
+// its member count when streams that large are allowed, and the member
+// carries on: a newcomer joins through it.
+func TestAttackRemoteCrashStream(t *testing.T) {
+	data := largePushPull(t, wire.MaxPushPullMembers)
+	for _, tc := range []struct {
+		name           string
+		maxStreamBytes int
+		counter        func(MemberlistStats) uint64
+	}{
+		{"default MaxStreamBytes", 0, func(s MemberlistStats) uint64 { return s.StreamsTooLarge }},
+		{"streams up to the wire limit", wire.MaxStreamMessageSize, func(s MemberlistStats) uint64 { return s.PushPullsRefused }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig("victim")
+			cfg.MaxStreamBytes = tc.maxStreamBytes
+			victim := startMember(t, cfg)
+			conn, err := net.Dial("tcp", victim.LocalMember().Addr.String())
+			require.NoError(t, err)
+			defer conn.Close()
+			require.NoError(t, conn.SetDeadline(time.Now().Add(formTimeout)))
+			_ = wire.WriteStreamMessage(conn, data) // the victim may close before it is all written
+			_, err = wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+			require.Error(t, err, "no reply to a refused push-pull")
+			require.Eventually(t, func() bool { return tc.counter(victim.Stats()) == 1 }, formTimeout, pollEvery)
+			require.Equal(t, 1, victim.NumMembers())
+
+			newcomer := startMember(t, testConfig("newcomer"))
+			ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+			defer cancel()
+			n, err := newcomer.Join(ctx, victim.LocalMember().Addr.String())
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.Eventually(t, func() bool { return victim.NumMembers() == 2 }, formTimeout, pollEvery)
+		})
 	}
 }
