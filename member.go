@@ -182,6 +182,7 @@ type Memberlist struct {
 	// keys is the keyring (keyring.go), read by every packet and stream
 	// without a lock.
 	keys keyStore
+	sec  *security // label, AllowedCIDRs, StreamTLS, refusals (security.go)
 
 	// Guarded by mu (API calls run on the loop, under it).
 	joins     map[uint64]*joinWaiter // outbound exchanges a Join waits for
@@ -288,6 +289,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		shutdownDone:  make(chan struct{}),
 		joins:         make(map[uint64]*joinWaiter),
 		kick:          make(chan struct{}, 1),
+		sec:           newSecurity(&c, logger),
 	}
 	kr, err := newKeyring(c.Keys, c.Plaintext)
 	if err != nil {
@@ -481,9 +483,13 @@ func (ml *Memberlist) Stats() MemberlistStats {
 		st = ml.finalStats
 	}
 	return MemberlistStats{
-		Stats:          st,
-		EventsDropped:  ml.eventsDropped.Load(),
-		StreamsRefused: ml.streamsRefused.Load(),
+		Stats:            st,
+		EventsDropped:    ml.eventsDropped.Load(),
+		StreamsRefused:   ml.streamsRefused.Load(),
+		RefusedSource:    ml.sec.refusedSource.Load(),
+		RefusedLabel:     ml.sec.refusedLabel.Load(),
+		RefusedPlaintext: ml.sec.refusedPlaintext.Load(),
+		RefusedKey:       ml.sec.refusedKey.Load(),
 	}
 }
 

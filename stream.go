@@ -84,14 +84,22 @@ func (ml *Memberlist) exchange(req StreamRequest) ([]byte, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
-	if err := wire.WriteStreamMessage(conn, req.Data); err != nil {
+	sc, err := ml.dialTLS(ctx, conn, req.To)
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	msg, err := ml.sealStream(req.Data)
+	if err != nil {
+		return nil, err
+	}
+	if err := wire.WriteStreamMessage(sc, msg); err != nil {
 		return nil, fmt.Errorf("write request: %w", ctxErr(ctx, err))
 	}
-	resp, err := wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+	resp, err := wire.ReadStreamMessage(sc, wire.MaxStreamMessageSize)
 	if err != nil {
 		return nil, fmt.Errorf("read reply: %w", ctxErr(ctx, err))
 	}
-	return resp, nil
+	return ml.openStream(req.To, resp)
 }
 
 // ctxErr prefers the context's error (shutdown, timeout) to the I/O error it
@@ -108,6 +116,10 @@ func ctxErr(ctx context.Context, err error) error {
 // on the loop goroutine; with every slot taken the stream is closed at once
 // (the peer sees a failed exchange and retries later).
 func (ml *Memberlist) serveStream(conn net.Conn) {
+	if !ml.admitStream(conn) { // AllowedCIDRs, before a slot is taken or a byte read
+		_ = conn.Close()
+		return
+	}
 	select {
 	case ml.inSem <- struct{}{}:
 	default:
@@ -132,9 +144,16 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	defer stop()
 	_ = conn.SetDeadline(time.Now().Add(ml.cfg.StreamTimeout))
 	from := addrPortOf(conn.RemoteAddr())
-	data, err := wire.ReadStreamMessage(conn, wire.MaxStreamMessageSize)
+	sc, err := ml.acceptTLS(conn)
+	if err != nil {
+		return ctxErr(ml.ctx, err)
+	}
+	data, err := wire.ReadStreamMessage(sc, wire.MaxStreamMessageSize)
 	if err != nil {
 		return fmt.Errorf("read request: %w", ctxErr(ml.ctx, err))
+	}
+	if data, err = ml.openStream(from, data); err != nil {
+		return err
 	}
 	reply := make(chan inboundReply, 1)
 	select {
@@ -146,7 +165,11 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	if r.err != nil {
 		return fmt.Errorf("handle request: %w", r.err)
 	}
-	if err := wire.WriteStreamMessage(conn, r.data); err != nil {
+	msg, err := ml.sealStream(r.data)
+	if err != nil {
+		return err
+	}
+	if err := wire.WriteStreamMessage(sc, msg); err != nil {
 		return fmt.Errorf("write reply: %w", ctxErr(ml.ctx, err))
 	}
 	return nil
