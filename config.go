@@ -203,7 +203,9 @@ type Config struct {
 	AllowedCIDRs []netip.Prefix
 	// StreamTLS, if set, runs every stream over TLS with this
 	// configuration, as server (inbound) and client (outbound): set
-	// Certificates, and RootCAs/ClientCAs with ClientAuth for mutual
+	// Certificates (Validate refuses a configuration with no way to get a
+	// certificate, since every member also serves), and RootCAs/ClientCAs
+	// with ClientAuth for mutual
 	// authentication, as for any TLS service. Dialled streams verify the
 	// peer's certificate against ServerName when it is set, else against
 	// the peer's IP address. Packets are not affected: use Keys for them.
@@ -406,6 +408,10 @@ func (c *Config) Validate() error {
 		if !p.IsValid() {
 			return bad(fmt.Sprintf("AllowedCIDRs[%d]", i), "is not a valid prefix")
 		}
+	}
+	if t := c.StreamTLS; t != nil && len(t.Certificates) == 0 && t.GetCertificate == nil && t.GetConfigForClient == nil {
+		// Every member answers streams as well as dialling them.
+		return bad("StreamTLS", "has no certificate to serve streams with (Certificates, GetCertificate or GetConfigForClient)")
 	}
 	if c.BindAddr != "" {
 		if _, err := netip.ParseAddr(c.BindAddr); err != nil {

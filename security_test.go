@@ -4,11 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/cipher"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
 	"net"
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -394,4 +402,102 @@ func TestKeyringSealsUnderThePrimary(t *testing.T) {
 	got, err = m.sealStream([]byte{wire.Version, 1})
 	require.NoError(t, err)
 	require.Equal(t, []byte{wire.LabelMarker, 3, 'l', 'a', 'b', wire.Version, 1}, got)
+}
+
+// testCA is a certificate authority made for one test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pool *x509.CertPool
+}
+
+func newTestCA(t *testing.T, name string) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &testCA{cert: cert, key: key, pool: pool}
+}
+
+// leaf issues a certificate for a member on 127.0.0.1, good for both ends
+// of a stream.
+func (ca *testCA) leaf(t *testing.T, name string, serial int64) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// mutualTLS is the StreamTLS of a member holding cert, trusting ca for
+// both servers and clients, and requiring client certificates.
+func mutualTLS(cert tls.Certificate, ca *testCA) *tls.Config {
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      ca.pool,
+		ClientCAs:    ca.pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:   tls.VersionTLS13,
+	}
+}
+
+// TestStreamTLSMutualAuth: two members with certificates of one CA and
+// mutual TLS join and see each other; a third whose certificate that CA
+// did not sign (so it has no client certificate to offer) cannot join and
+// is in no view.
+func TestStreamTLSMutualAuth(t *testing.T) {
+	ca := newTestCA(t, "cluster CA")
+	var cfgs []*Config
+	for i := range 2 {
+		c := testConfig(fmt.Sprintf("tls-%d", i))
+		c.StreamTLS = mutualTLS(ca.leaf(t, c.Name, int64(10+i)), ca)
+		cfgs = append(cfgs, c)
+	}
+	members := formCluster(t, cfgs...)
+	require.NotZero(t, sumStats(members, func(s MemberlistStats) uint64 { return s.PushPulls }))
+
+	other := newTestCA(t, "another CA")
+	c := testConfig("tls-outsider")
+	c.StreamTLS = mutualTLS(other.leaf(t, c.Name, 20), other)
+	c.StreamTLS.RootCAs = ca.pool // it trusts the cluster; the cluster does not trust it
+	outsider := startMember(t, c)
+	joinFails(t, outsider, members[0])
+	for _, m := range members {
+		awaitTraffic(t, m, 5)
+	}
+	requireNotMembers(t, members, "tls-outsider")
+	require.Equal(t, 1, outsider.NumMembers())
+
+	// The client verifies the server too: a member that trusts another CA
+	// cannot join through the cluster's certificates either.
+	c = testConfig("tls-distrustful")
+	c.StreamTLS = mutualTLS(ca.leaf(t, c.Name, 30), ca)
+	c.StreamTLS.RootCAs = other.pool
+	distrustful := startMember(t, c)
+	joinFails(t, distrustful, members[1])
+	requireNotMembers(t, members, "tls-distrustful")
 }
