@@ -205,10 +205,10 @@ type Config struct {
 	// configuration, as server (inbound) and client (outbound): set
 	// Certificates (Validate refuses a configuration with no way to get a
 	// certificate, since every member also serves), and RootCAs/ClientCAs
-	// with ClientAuth for mutual
-	// authentication, as for any TLS service. Dialled streams verify the
-	// peer's certificate against ServerName when it is set, else against
-	// the peer's IP address. Packets are not affected: use Keys for them.
+	// with ClientAuth for mutual authentication, as for any TLS service.
+	// Dialled streams verify the peer's certificate against ServerName
+	// when it is set, else against the peer's IP address. Packets are not
+	// affected: use Keys for them.
 	StreamTLS *tls.Config
 
 	// Events receives membership events on a goroutine of its own, in order.
