@@ -214,6 +214,11 @@ type MemberlistStats struct {
 	// RefusedKey: sealed, but no installed key opens it (a wrong key, a
 	// tampered or truncated packet, or no key installed).
 	RefusedKey uint64
+	// RefusedTLS: inbound streams whose TLS handshake failed (no client
+	// certificate, an untrusted one, not TLS at all) with Config.StreamTLS
+	// set. A dialled stream whose server fails verification fails the
+	// exchange instead (PushPullsFailed, TCPPingsFailed, Join's error).
+	RefusedTLS uint64
 	// StreamsRefusedPerSource: inbound streams refused because their
 	// source address already held MaxStreamsPerSource.
 	StreamsRefusedPerSource uint64
@@ -490,6 +495,7 @@ func (ml *Memberlist) Stats() MemberlistStats {
 		RefusedLabel:     ml.sec.refusedLabel.Load(),
 		RefusedPlaintext: ml.sec.refusedPlaintext.Load(),
 		RefusedKey:       ml.sec.refusedKey.Load(),
+		RefusedTLS:       ml.sec.refusedTLS.Load(),
 	}
 }
 

@@ -44,6 +44,7 @@ type security struct {
 	refusedLabel     atomic.Uint64
 	refusedPlaintext atomic.Uint64
 	refusedKey       atomic.Uint64
+	refusedTLS       atomic.Uint64
 }
 
 func newSecurity(c *Config, logger *zap.Logger) *security {
@@ -83,12 +84,13 @@ const (
 	refusedLabel
 	refusedPlaintext
 	refusedKey
+	refusedTLS // streams only
 )
 
 // refusalKinds are the refusal log's kinds, by envelope kind and class.
-var refusalKinds = [2][4]string{
-	{"packet from outside AllowedCIDRs", "packet without this cluster's label", "plaintext packet", "packet no installed key opens"},
-	{"stream from outside AllowedCIDRs", "stream without this cluster's label", "plaintext stream", "stream message no installed key opens"},
+var refusalKinds = [2][5]string{
+	{"packet from outside AllowedCIDRs", "packet without this cluster's label", "plaintext packet", "packet no installed key opens", ""},
+	{"stream from outside AllowedCIDRs", "stream without this cluster's label", "plaintext stream", "stream message no installed key opens", "stream whose TLS handshake failed"},
 }
 
 // refuse counts and logs traffic refused for class (refusedSource, ...).
@@ -100,6 +102,8 @@ func (s *security) refuse(kind wire.EnvelopeKind, class int, from netip.AddrPort
 		s.refusedLabel.Add(1)
 	case refusedPlaintext:
 		s.refusedPlaintext.Add(1)
+	case refusedTLS:
+		s.refusedTLS.Add(1)
 	default:
 		s.refusedKey.Add(1)
 	}
@@ -223,6 +227,9 @@ func (ml *Memberlist) acceptTLS(conn net.Conn) (net.Conn, error) {
 	}
 	tc := tls.Server(conn, ml.sec.tls)
 	if err := tc.HandshakeContext(ml.ctx); err != nil {
+		if ml.ctx.Err() == nil { // not Shutdown
+			ml.sec.refuse(wire.StreamEnvelope, refusedTLS, addrPortOf(conn.RemoteAddr()), err)
+		}
 		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}
 	return tc, nil

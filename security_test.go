@@ -479,6 +479,7 @@ func TestStreamTLSMutualAuth(t *testing.T) {
 	}
 	members := formCluster(t, cfgs...)
 	require.NotZero(t, sumStats(members, func(s MemberlistStats) uint64 { return s.PushPulls }))
+	require.Zero(t, sumStats(members, func(s MemberlistStats) uint64 { return s.RefusedTLS }))
 
 	other := newTestCA(t, "another CA")
 	c := testConfig("tls-outsider")
@@ -486,6 +487,7 @@ func TestStreamTLSMutualAuth(t *testing.T) {
 	c.StreamTLS.RootCAs = ca.pool // it trusts the cluster; the cluster does not trust it
 	outsider := startMember(t, c)
 	joinFails(t, outsider, members[0])
+	require.Eventually(t, func() bool { return members[0].Stats().RefusedTLS > 0 }, formTimeout, pollEvery)
 	for _, m := range members {
 		awaitTraffic(t, m, 5)
 	}
