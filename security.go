@@ -89,8 +89,8 @@ const (
 
 // refusalKinds are the refusal log's kinds, by envelope kind and class.
 var refusalKinds = [2][5]string{
-	{"packet from outside AllowedCIDRs", "packet without this cluster's label", "plaintext packet", "packet no installed key opens", ""},
-	{"stream from outside AllowedCIDRs", "stream without this cluster's label", "plaintext stream", "stream message no installed key opens", "stream whose TLS handshake failed"},
+	{"packet from outside AllowedCIDRs", "packet whose label is not this cluster's", "plaintext packet", "packet no installed key opens", ""},
+	{"stream from outside AllowedCIDRs", "stream whose label is not this cluster's", "plaintext stream", "stream message no installed key opens", "stream whose TLS handshake failed"},
 }
 
 // refuse counts and logs traffic refused for class (refusedSource, ...).

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/swim-go/swim/internal/wire"
 )
@@ -570,4 +572,29 @@ func TestOpenPacketAllocatesNothing(t *testing.T) {
 		}
 	})
 	require.Zero(t, allocs)
+}
+
+// TestRefusalsAreLoggedRateLimited: a flood of refused packets is counted
+// one by one and logged as one warning per kind, naming the source.
+func TestRefusalsAreLoggedRateLimited(t *testing.T) {
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := secureConfig("logged", "blue", testKey1)
+	cfg.Logger = zap.New(core)
+	m := startMember(t, cfg)
+	var flood [][]byte
+	for range 50 {
+		flood = append(flood, sealed(t, wire.PacketEnvelope, "blue", nil, &wire.Ping{Seq: 1, Target: "logged", From: "x"}))
+	}
+	sendUDP(t, m.LocalMember().Addr, flood...)
+	sendUDP(t, m.LocalMember().Addr, sealed(t, wire.PacketEnvelope, "green", testKey1, &wire.Ping{Seq: 1, Target: "logged", From: "x"}))
+	require.Eventually(t, func() bool {
+		st := m.Stats()
+		return st.RefusedPlaintext == 50 && st.RefusedLabel == 1
+	}, formTimeout, pollEvery)
+	plain := logs.FilterMessage("refused: plaintext packet").All()
+	require.Len(t, plain, 1, "one line for the flood")
+	require.Contains(t, plain[0].ContextMap()["from"], "127.0.0.1:")
+	label := logs.FilterMessage("refused: packet whose label is not this cluster's").All()
+	require.Len(t, label, 1)
+	require.Contains(t, label[0].ContextMap()["error"], `"green"`)
 }
