@@ -13,6 +13,5 @@ const (
 // The functions of this package live by topic: AppendFrame, AppendPacket and
 // AppendCompound in encode.go; DecodePacket, DecodeStreamPacket and
 // DecodeFrame in decode.go; EncodeAddr and DecodeAddr in addr.go;
-// WriteStreamMessage and ReadStreamMessage in stream.go; AppendEnvelope,
-// OpenEnvelope, AppendLabel and CutLabel in envelope.go; the msgpack
+// WriteStreamMessage and ReadStreamMessage in stream.go; the msgpack
 // primitives they share in msgpack.go; errors in errors.go.
