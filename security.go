@@ -205,10 +205,10 @@ func (ml *Memberlist) openStream(from netip.AddrPort, msg []byte) ([]byte, error
 	return data, nil
 }
 
-// admitStream reports whether an accepted stream's source may be served;
+// sourceAdmitted reports whether an accepted stream's source may be served;
 // a refused one is counted and logged, and the caller closes it before
 // reading anything.
-func (ml *Memberlist) admitStream(conn net.Conn) bool {
+func (ml *Memberlist) sourceAdmitted(conn net.Conn) bool {
 	from := addrPortOf(conn.RemoteAddr())
 	if ml.sec.sourceAllowed(from.Addr()) {
 		return true

@@ -116,7 +116,7 @@ func ctxErr(ctx context.Context, err error) error {
 // on the loop goroutine; with every slot taken the stream is closed at once
 // (the peer sees a failed exchange and retries later).
 func (ml *Memberlist) serveStream(conn net.Conn) {
-	if !ml.admitStream(conn) { // AllowedCIDRs, before a slot is taken or a byte read
+	if !ml.sourceAdmitted(conn) { // AllowedCIDRs, before a slot is taken or a byte read
 		_ = conn.Close()
 		return
 	}
