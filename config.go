@@ -178,7 +178,8 @@ type Config struct {
 	// (10,000 members).
 	MaxMembers int
 	// MaxStreamBytes bounds one message on a stream (a push-pull, a TCP
-	// ping), requests and replies alike; a peer announcing more is refused
+	// ping), requests and replies alike, their envelope (label,
+	// encryption) included; a peer announcing more is refused
 	// before anything is read, and counted (StreamsTooLarge).
 	// 0 derives it from MaxMembers and MaxMetaSize: room for a push-pull of
 	// MaxMembers members, each with MaxMetaSize bytes of metadata and a
@@ -233,10 +234,12 @@ type Config struct {
 	AllowedCIDRs []netip.Prefix
 	// StreamTLS, if set, runs every stream over TLS with this
 	// configuration, as server (inbound) and client (outbound): set
-	// Certificates, and RootCAs/ClientCAs with ClientAuth for mutual
-	// authentication, as for any TLS service. Dialled streams verify the
-	// peer's certificate against ServerName when it is set, else against
-	// the peer's IP address. Packets are not affected: use Keys for them.
+	// Certificates (Validate refuses a configuration with no way to get a
+	// certificate, since every member also serves), and RootCAs/ClientCAs
+	// with ClientAuth for mutual authentication, as for any TLS service.
+	// Dialled streams verify the peer's certificate against ServerName
+	// when it is set, else against the peer's IP address. Packets are not
+	// affected: use Keys for them.
 	StreamTLS *tls.Config
 
 	// Events receives membership events on a goroutine of its own, in order.
@@ -437,6 +440,10 @@ func (c *Config) Validate() error {
 		if !p.IsValid() {
 			return bad(fmt.Sprintf("AllowedCIDRs[%d]", i), "is not a valid prefix")
 		}
+	}
+	if t := c.StreamTLS; t != nil && len(t.Certificates) == 0 && t.GetCertificate == nil && t.GetConfigForClient == nil {
+		// Every member answers streams as well as dialling them.
+		return bad("StreamTLS", "has no certificate to serve streams with (Certificates, GetCertificate or GetConfigForClient)")
 	}
 	if c.BindAddr != "" {
 		if _, err := netip.ParseAddr(c.BindAddr); err != nil {

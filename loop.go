@@ -2,6 +2,7 @@ package swim
 
 import (
 	"math"
+	"net/netip"
 	"time"
 
 	"go.uber.org/zap"
@@ -175,12 +176,17 @@ func (ml *Memberlist) tickIfDue(now time.Time) {
 // kicked only when it must re-arm its timer earlier or report refused
 // exchanges.
 func (ml *Memberlist) receive(p IncomingPacket) {
+	// Opened before the lock: refused traffic costs the protocol nothing.
+	data, ok := ml.openPacket(p.From, p.Data, &ml.sec.rxBuf)
+	if !ok {
+		return
+	}
 	ml.mu.Lock()
 	if ml.closed {
 		ml.mu.Unlock()
 		return
 	}
-	ml.handlePacket(p)
+	ml.feedPacket(p.From, data)
 	if len(ml.machine.merges) == 0 {
 		// The slices of a large merge are the loop's to apply: here they
 		// would delay every ack by one, and a steady stream of packets
@@ -205,12 +211,20 @@ type apiCall struct {
 	done chan struct{} // closed once f ran and its output was acted on
 }
 
-// handlePacket feeds one received packet to the machine. The machine counts
+// handlePacket opens one received packet's envelope (security.go) and feeds
+// the packet to the machine.
+func (ml *Memberlist) handlePacket(p IncomingPacket) {
+	if data, ok := ml.openPacket(p.From, p.Data, &ml.sec.loopBuf); ok {
+		ml.feedPacket(p.From, data)
+	}
+}
+
+// feedPacket feeds one opened packet to the machine. The machine counts
 // what it drops (Stats.PacketsDropped); the reason is only worth a debug line
 // since anyone can send garbage to a UDP port.
-func (ml *Memberlist) handlePacket(p IncomingPacket) {
-	if err := ml.machine.HandlePacket(time.Now(), p.From, p.Data); err != nil {
-		ml.logger.Debug("packet dropped", zap.Stringer("from", p.From), zap.Error(err))
+func (ml *Memberlist) feedPacket(from netip.AddrPort, data []byte) {
+	if err := ml.machine.HandlePacket(time.Now(), from, data); err != nil {
+		ml.logger.Debug("packet dropped", zap.Stringer("from", from), zap.Error(err))
 	}
 }
 
@@ -237,7 +251,11 @@ func (ml *Memberlist) flush() {
 	m := ml.machine
 	rd := m.Ready()
 	for _, p := range rd.Packets {
-		if err := ml.transport.WriteTo(p.Data, p.To); err != nil {
+		data, ok := ml.sealPacket(p.Data)
+		if !ok {
+			continue
+		}
+		if err := ml.transport.WriteTo(data, p.To); err != nil {
 			ml.logger.Debug("packet not sent", zap.Stringer("to", p.To), zap.Error(err))
 		}
 	}

@@ -190,6 +190,7 @@ type Memberlist struct {
 	// keys is the keyring (keyring.go), read by every packet and stream
 	// without a lock.
 	keys keyStore
+	sec  *security // label, AllowedCIDRs, StreamTLS, refusals (security.go)
 
 	// Guarded by mu (API calls run on the loop, under it).
 	joins     map[uint64]*joinWaiter // outbound exchanges a Join waits for
@@ -222,6 +223,11 @@ type MemberlistStats struct {
 	// RefusedKey: sealed, but no installed key opens it (a wrong key, a
 	// tampered or truncated packet, or no key installed).
 	RefusedKey uint64
+	// RefusedTLS: inbound streams whose TLS handshake failed (no client
+	// certificate, an untrusted one, not TLS at all) with Config.StreamTLS
+	// set. A dialled stream whose server fails verification fails the
+	// exchange instead (PushPullsFailed, TCPPingsFailed, Join's error).
+	RefusedTLS uint64
 	// StreamsRefusedPerSource: inbound streams refused, while every slot
 	// was in use, because their source address already held
 	// MaxStreamsPerSource; and streams closed to give their slot to an
@@ -285,6 +291,7 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
+	refusals := newRefusalLog(logger)
 	ml := &Memberlist{
 		cfg:           c,
 		logger:        logger,
@@ -302,7 +309,8 @@ func New(cfg *Config) (*Memberlist, error) {
 		shutdownDone:  make(chan struct{}),
 		joins:         make(map[uint64]*joinWaiter),
 		kick:          make(chan struct{}, 1),
-		refusals:      newRefusalLog(logger),
+		refusals:      refusals,
+		sec:           newSecurity(&c, refusals),
 	}
 	kr, err := newKeyring(c.Keys, c.Plaintext)
 	if err != nil {
@@ -496,9 +504,14 @@ func (ml *Memberlist) Stats() MemberlistStats {
 		st = ml.finalStats
 	}
 	stats := MemberlistStats{
-		Stats:          st,
-		EventsDropped:  ml.eventsDropped.Load(),
-		StreamsRefused: ml.streamsRefused.Load(),
+		Stats:            st,
+		EventsDropped:    ml.eventsDropped.Load(),
+		StreamsRefused:   ml.streamsRefused.Load(),
+		RefusedSource:    ml.sec.refusedSource.Load(),
+		RefusedLabel:     ml.sec.refusedLabel.Load(),
+		RefusedPlaintext: ml.sec.refusedPlaintext.Load(),
+		RefusedKey:       ml.sec.refusedKey.Load(),
+		RefusedTLS:       ml.sec.refusedTLS.Load(),
 	}
 	ml.addStreamStats(&stats)
 	return stats

@@ -84,14 +84,22 @@ func (ml *Memberlist) exchange(req StreamRequest) ([]byte, error) {
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
-	if err := wire.WriteStreamMessage(conn, req.Data); err != nil {
+	sc, err := ml.dialTLS(ctx, conn, req.To)
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	msg, err := ml.sealStream(req.Data)
+	if err != nil {
+		return nil, err
+	}
+	if err := wire.WriteStreamMessage(sc, msg); err != nil {
 		return nil, fmt.Errorf("write request: %w", ctxErr(ctx, err))
 	}
-	resp, err := ml.readStreamMessage(conn, conn.RemoteAddr())
+	resp, err := ml.readStreamMessage(sc, conn.RemoteAddr())
 	if err != nil {
 		return nil, fmt.Errorf("read reply: %w", ctxErr(ctx, err))
 	}
-	return resp, nil
+	return ml.openStream(req.To, resp)
 }
 
 // ctxErr prefers the context's error (shutdown, timeout) to the I/O error it
@@ -108,6 +116,10 @@ func ctxErr(ctx context.Context, err error) error {
 // on the loop goroutine; a stream that gets no slot (admitStream) is closed
 // at once (the peer sees a failed exchange and retries later).
 func (ml *Memberlist) serveStream(conn net.Conn) {
+	if !ml.sourceAdmitted(conn) { // AllowedCIDRs, before a slot is taken or a byte read
+		_ = conn.Close()
+		return
+	}
 	st, ok := ml.admitStream(conn)
 	if !ok {
 		_ = conn.Close()
@@ -130,9 +142,22 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	deadline := time.Now().Add(ml.cfg.StreamTimeout)
 	_ = conn.SetDeadline(deadline)
 	from := addrPortOf(conn.RemoteAddr())
-	data, err := ml.readRequest(conn, deadline)
+	if ml.sec.tls != nil {
+		// The handshake, like the request's first bytes, must come soon:
+		// an idle connection must not hold a slot for StreamTimeout.
+		_ = conn.SetDeadline(time.Now().Add(min(ml.cfg.firstBytesTimeout(), ml.cfg.StreamTimeout)))
+	}
+	sc, err := ml.acceptTLS(conn)
+	if err != nil {
+		return ctxErr(ml.ctx, err)
+	}
+	_ = conn.SetDeadline(deadline)
+	data, err := ml.readRequest(sc, deadline)
 	if err != nil {
 		return fmt.Errorf("read request: %w", ctxErr(ml.ctx, err))
+	}
+	if data, err = ml.openStream(from, data); err != nil {
+		return err
 	}
 	reply := make(chan inboundReply, 1)
 	select {
@@ -144,7 +169,11 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	if r.err != nil {
 		return fmt.Errorf("handle request: %w", r.err)
 	}
-	if err := wire.WriteStreamMessage(conn, r.data); err != nil {
+	msg, err := ml.sealStream(r.data)
+	if err != nil {
+		return err
+	}
+	if err := wire.WriteStreamMessage(sc, msg); err != nil {
 		return fmt.Errorf("write reply: %w", ctxErr(ml.ctx, err))
 	}
 	return nil

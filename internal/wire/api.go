@@ -15,13 +15,3 @@ const (
 // DecodeFrame in decode.go; EncodeAddr and DecodeAddr in addr.go;
 // WriteStreamMessage and ReadStreamMessage in stream.go; the msgpack
 // primitives they share in msgpack.go; errors in errors.go.
-
-// EnvelopeOverhead is the most bytes the envelope (a cluster label header
-// and an AES-GCM seal) adds to a packet with a label of labelLen bytes.
-func EnvelopeOverhead(labelLen int) int {
-	n := 1 + 12 + 16 // marker, nonce, tag
-	if labelLen > 0 {
-		n += 2 + labelLen // marker, length, label
-	}
-	return n
-}

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"crypto/cipher"
+	"fmt"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -138,6 +140,51 @@ func BenchmarkLibraryUnmarshalAlive(b *testing.B) {
 		var a Alive
 		if err := msgpack.Unmarshal(body, &a); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// benchEnvelopePacket is a full packet at the default budget.
+var benchEnvelopePacket = bytes.Repeat([]byte{Version}, 1400)
+
+// BenchmarkSealEnvelope: sealing a 1,400-byte packet with an 8-byte label,
+// per key size, into a reused buffer (as the runtime does per packet).
+func BenchmarkSealEnvelope(b *testing.B) {
+	for _, n := range []int{16, 32} {
+		b.Run(fmt.Sprintf("aes%d", n*8), func(b *testing.B) {
+			k := testAEAD(b, n, 1)
+			dst := make([]byte, 0, len(benchEnvelopePacket)+EnvelopeOverhead(8))
+			b.SetBytes(int64(len(benchEnvelopePacket)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := AppendEnvelope(dst[:0], PacketEnvelope, "cluster8", k, benchEnvelopePacket); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkOpenEnvelope: opening it into a reused buffer, with the key
+// that sealed it first, and second (a key rotation in progress).
+func BenchmarkOpenEnvelope(b *testing.B) {
+	for _, n := range []int{16, 32} {
+		k, other := testAEAD(b, n, 1), testAEAD(b, n, 2)
+		env, err := AppendEnvelope(nil, PacketEnvelope, "cluster8", k, benchEnvelopePacket)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for name, keys := range map[string][]cipher.AEAD{"first": {k}, "second": {other, k}} {
+			b.Run(fmt.Sprintf("aes%d/%s", n*8, name), func(b *testing.B) {
+				dst := make([]byte, 0, len(env))
+				b.SetBytes(int64(len(benchEnvelopePacket)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := OpenEnvelope(dst[:0], env, PacketEnvelope, "cluster8", keys, false); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"crypto/cipher"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -147,5 +148,131 @@ func FuzzReadStreamMessage(f *testing.F) {
 				require.NotNil(t, msgs)
 			}
 		}
+	})
+}
+
+// Keys and labels of the envelope fuzz targets: which of them a run uses
+// comes from the fuzzed byte cfg.
+var (
+	fuzzLabels = []string{"", "swim"}
+)
+
+func fuzzKeys(t testing.TB) [][]cipher.AEAD {
+	k1, k2 := testAEAD(t, 16, 1), testAEAD(t, 32, 2)
+	return [][]cipher.AEAD{nil, {k1}, {k2, k1}}
+}
+
+// seedEnvelopes are valid envelopes of every shape (plain, labelled,
+// sealed under either key, either kind) around the seed packets, with a
+// few cut short, each with the cfg that opens it.
+func seedEnvelopes(t testing.TB) (envs [][]byte, cfgs []uint8) {
+	keys := fuzzKeys(t)
+	for i, p := range seedPackets(t) {
+		if i%3 != 0 && len(p) > 0 {
+			continue // a third of them is variety enough
+		}
+		for _, kind := range []EnvelopeKind{PacketEnvelope, StreamEnvelope} {
+			for li, label := range fuzzLabels {
+				for ki, key := range []cipher.AEAD{nil, keys[1][0], keys[2][0]} {
+					env, err := AppendEnvelope(nil, kind, label, key, p)
+					require.NoError(t, err)
+					// Key set ki (none, {k1}, {k2, k1}) opens what key ki
+					// sealed.
+					cfg := uint8(kind-1) | uint8(li)<<1 | uint8(ki)<<2 | boolBit(key == nil)<<4
+					envs, cfgs = append(envs, env), append(cfgs, cfg)
+					if len(env) > 3 {
+						envs, cfgs = append(envs, env[:len(env)/2]), append(cfgs, cfg)
+					}
+				}
+			}
+		}
+	}
+	return envs, cfgs
+}
+
+func boolBit(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FuzzOpenEnvelope: on any input and any receiver settings OpenEnvelope
+// does not panic, fails only with an *EnvelopeError, and what it opens
+// comes out of AppendEnvelope again: plaintext byte for byte, sealed
+// envelopes sealed anew under the receiver's first key.
+func FuzzOpenEnvelope(f *testing.F) {
+	envs, cfgs := seedEnvelopes(f)
+	for i := range envs {
+		f.Add(envs[i], cfgs[i])
+	}
+	f.Add([]byte{LabelMarker, 4, 's', 'w', 'i', 'm', SealedPacketMarker}, uint8(0b01110))
+	f.Add([]byte{SealedStreamMarker}, uint8(0b00101))
+	keySets := fuzzKeys(f)
+	f.Fuzz(func(t *testing.T, b []byte, cfg uint8) {
+		kind := EnvelopeKind(cfg&1) + PacketEnvelope
+		label := fuzzLabels[cfg>>1&1]
+		keys := keySets[int(cfg>>2&3)%len(keySets)]
+		plain := cfg>>4&1 == 1
+		var dst []byte // nil: in place when there is one key
+		if cfg>>5&1 == 1 {
+			dst = make([]byte, 0, 4)
+		}
+		in := bytes.Clone(b)
+		out, err := OpenEnvelope(dst, in, kind, label, keys, plain)
+		if err != nil {
+			var ee *EnvelopeError
+			require.True(t, errors.As(err, &ee), "%T: %v", err, err)
+			require.Equal(t, kind, ee.Kind)
+			require.Nil(t, out)
+			return
+		}
+		_, rest, err := CutLabel(b)
+		require.NoError(t, err)
+		if rest[0] != kind.marker() {
+			require.True(t, plain, "plaintext accepted while refused")
+			again, err := AppendEnvelope(nil, kind, label, nil, out)
+			require.NoError(t, err)
+			require.Equal(t, b, again)
+			return
+		}
+		require.NotEmpty(t, keys)
+		require.Equal(t, len(b)-EnvelopeOverhead(len(label)), len(out))
+		again, err := AppendEnvelope(nil, kind, label, keys[0], out)
+		require.NoError(t, err)
+		require.Equal(t, len(b), len(again))
+		out2, err := OpenEnvelope(nil, again, kind, label, keys[:1], false)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(out, out2), "%x, then %x", out, out2)
+	})
+}
+
+// FuzzCutLabel: CutLabel does not panic, fails only with an
+// *EnvelopeError about the label header, and a header it accepts is
+// written back byte for byte by AppendLabel.
+func FuzzCutLabel(f *testing.F) {
+	envs, _ := seedEnvelopes(f)
+	for _, e := range envs {
+		f.Add(e)
+	}
+	f.Add([]byte{LabelMarker})
+	f.Add([]byte{LabelMarker, 0})
+	f.Add([]byte{LabelMarker, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		label, rest, err := CutLabel(b)
+		if err != nil {
+			var ee *EnvelopeError
+			require.True(t, errors.As(err, &ee), "%T: %v", err, err)
+			require.True(t, ee.Label)
+			return
+		}
+		if label == nil {
+			require.Equal(t, b, rest)
+			return
+		}
+		require.NotEmpty(t, label)
+		hdr, err := AppendLabel(nil, string(label))
+		require.NoError(t, err)
+		require.Equal(t, b, append(hdr, rest...))
 	})
 }

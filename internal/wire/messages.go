@@ -6,6 +6,15 @@
 // packet. A compound packet carries several messages: its body is a msgpack
 // array of bin items, each item a type byte followed by a msgpack body (a
 // "frame"). Streams (TCP) carry packets prefixed by a 4-byte big-endian length.
+//
+// On the network a packet, and each stream message inside its length
+// prefix, may travel in a security envelope (envelope.go): an optional
+// cluster label header (LabelMarker, a length byte, the label), then either
+// the plain packet or a sealed one (a marker, a 12-byte random nonce, the
+// AES-GCM ciphertext and tag), whose associated data is the label header
+// and the marker. Packets and stream messages use different markers, so one
+// cannot be replayed as the other, and no marker is Version, so a decoder
+// that knows no envelope rejects one with ErrVersion.
 package wire
 
 // Version is the protocol version written as the first byte of every packet.
