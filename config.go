@@ -183,7 +183,10 @@ type Config struct {
 	// before anything is read, and counted (StreamsTooLarge).
 	// 0 derives it from MaxMembers and MaxMetaSize: room for a push-pull of
 	// MaxMembers members, each with MaxMetaSize bytes of metadata and a
-	// long name (about 13 MiB at the LAN defaults), at most 32 MiB.
+	// long name (about 13 MiB at the LAN defaults), at most 32 MiB. The
+	// inbound requests being read or handled at once may hold
+	// 4·MaxStreamBytes together; one that would take them over is refused
+	// (StreamsOverBudget).
 	MaxStreamBytes int
 	// MaxStreamsPerSource is the share of the MaxConcurrentStreams inbound
 	// stream slots that each source IP address is sure to get however many

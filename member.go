@@ -185,6 +185,8 @@ type Memberlist struct {
 	streamsRefusedPerSource atomic.Uint64
 	streamsTimedOut         atomic.Uint64
 	streamsTooLarge         atomic.Uint64
+	streamsOverBudget       atomic.Uint64
+	inBytes                 byteBudget // of the inbound requests being read or handled
 	refusals                *refusalLog
 
 	// keys is the keyring (keyring.go), read by every packet and stream
@@ -242,6 +244,9 @@ type MemberlistStats struct {
 	// this member's exchanges alike, refused for announcing more than
 	// MaxStreamBytes.
 	StreamsTooLarge uint64
+	// StreamsOverBudget: inbound stream messages refused because the
+	// requests already being read or handled hold 4·MaxStreamBytes.
+	StreamsOverBudget uint64
 }
 
 // New starts a member: it validates cfg (returning a *ConfigError naming the
@@ -293,6 +298,7 @@ func New(cfg *Config) (*Memberlist, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	refusals := newRefusalLog(logger)
 	ml := &Memberlist{
+		inBytes:       byteBudget{total: int64(inboundBudgetStreams) * int64(c.maxStreamBytes())},
 		cfg:           c,
 		logger:        logger,
 		transport:     transport,

@@ -152,10 +152,11 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 		return ctxErr(ml.ctx, err)
 	}
 	_ = conn.SetDeadline(deadline)
-	data, err := ml.readRequest(sc, deadline)
+	data, release, err := ml.readRequest(sc, deadline)
 	if err != nil {
 		return fmt.Errorf("read request: %w", ctxErr(ml.ctx, err))
 	}
+	defer release()
 	if data, err = ml.openStream(from, data); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -30,7 +31,85 @@ const (
 	refusalInboundEvicted = "inbound stream closed to give its slot to a source under MaxStreamsPerSource"
 	refusalOutboundSlots  = "outbound stream, every slot in use (MaxConcurrentStreams)"
 	refusalTransportQueue = "accepted stream, Streams channel full (MaxConcurrentStreams)"
+	refusalOverBudget     = "inbound stream message over what inbound streams may hold at once (4·MaxStreamBytes)"
 )
+
+// inboundBudgetStreams is how many MaxStreamBytes messages inbound
+// streams may hold at once, all together: MaxStreamBytes bounds one
+// message, this bounds what many streams, each under it, cost together.
+const inboundBudgetStreams = 4
+
+// errOverBudget ends the read of a request that would take the inbound
+// streams over their byte budget.
+var errOverBudget = errors.New("inbound streams' byte budget exhausted")
+
+// byteBudget is the bytes the inbound requests being read or handled may
+// hold together. Safe for concurrent use.
+type byteBudget struct {
+	mu    sync.Mutex
+	total int64
+	used  int64
+}
+
+// take reserves n bytes, reporting false when they do not fit.
+func (b *byteBudget) take(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+int64(n) > b.total {
+		return false
+	}
+	b.used += int64(n)
+	return true
+}
+
+func (b *byteBudget) give(n int) {
+	b.mu.Lock()
+	b.used -= int64(n)
+	b.mu.Unlock()
+}
+
+// budgetReader passes a stream message through, reserving its announced
+// length from the budget once the length header has gone by; the read
+// fails when it does not fit (after wire.ReadStreamMessage's first small
+// buffer, never the announced length). A length over limit is left for
+// ReadStreamMessage to refuse.
+type budgetReader struct {
+	r      io.Reader
+	budget *byteBudget
+	limit  int
+	hdr    [wire.StreamHeaderLen]byte
+	got    int  // header bytes seen
+	taken  int  // bytes reserved
+	over   bool // the reservation failed
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.over {
+		return 0, errOverBudget
+	}
+	n, err := b.r.Read(p)
+	if b.got < len(b.hdr) {
+		b.got += copy(b.hdr[b.got:], p[:n])
+		if b.got == len(b.hdr) {
+			if want := int(binary.BigEndian.Uint32(b.hdr[:])); want <= b.limit {
+				if b.budget.take(want) {
+					b.taken = want
+				} else {
+					b.taken, b.over = want, true
+				}
+			}
+		}
+	}
+	return n, err
+}
+
+// release returns the reservation; it may be called more than once.
+func (b *budgetReader) release() {
+	if b.taken > 0 && !b.over {
+		b.budget.give(b.taken)
+	}
+	b.taken, b.over = 0, false
+}
 
 // readStreamMessage reads one message from a stream, inbound request or
 // outbound reply, refusing one announced over MaxStreamBytes after its
@@ -52,6 +131,7 @@ func (ml *Memberlist) addStreamStats(s *MemberlistStats) {
 	s.StreamsRefusedPerSource = ml.streamsRefusedPerSource.Load()
 	s.StreamsTimedOut = ml.streamsTimedOut.Load()
 	s.StreamsTooLarge = ml.streamsTooLarge.Load()
+	s.StreamsOverBudget = ml.streamsOverBudget.Load()
 }
 
 // minFirstBytesTimeout is the least time an accepted stream is given to
@@ -77,7 +157,7 @@ func (c *Config) firstBytesTimeout() time.Duration {
 // readRequest reads the request of an accepted stream whose exchange ends
 // at deadline: its length header within firstBytesTimeout, the rest by
 // deadline. A request late in either part is counted (StreamsTimedOut).
-func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) ([]byte, error) {
+func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) (data []byte, release func(), err error) {
 	wait := ml.cfg.firstBytesTimeout()
 	first := time.Now().Add(wait)
 	if deadline.Before(first) {
@@ -85,7 +165,17 @@ func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) ([]byte, er
 	}
 	_ = conn.SetReadDeadline(first)
 	r := &firstBytesReader{conn: conn, pending: wire.StreamHeaderLen, deadline: deadline}
-	data, err := ml.readStreamMessage(r, conn.RemoteAddr())
+	b := &budgetReader{r: r, budget: &ml.inBytes, limit: ml.cfg.maxStreamBytes()}
+	data, err = ml.readStreamMessage(b, conn.RemoteAddr())
+	if err != nil {
+		b.release()
+	}
+	if errors.Is(err, errOverBudget) {
+		ml.streamsOverBudget.Add(1)
+		ml.refusals.warn(refusalOverBudget,
+			zap.Stringer("from", conn.RemoteAddr()), zap.Int("announced", b.taken), zap.Int64("budget", ml.inBytes.total))
+	}
+	release = b.release
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		ml.streamsTimedOut.Add(1)
 		if r.pending > 0 {
@@ -96,7 +186,7 @@ func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) ([]byte, er
 				zap.Stringer("from", conn.RemoteAddr()), zap.Duration("timeout", ml.cfg.StreamTimeout))
 		}
 	}
-	return data, err
+	return data, release, err
 }
 
 // firstBytesReader reads from conn under the first-bytes deadline until

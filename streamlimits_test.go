@@ -596,3 +596,49 @@ func TestNetTransportLogsRefusedStreams(t *testing.T) {
 	}
 	require.True(t, warnedOnce(logs, refusalTransportQueue), "one line for three refusals: %v", logs.All())
 }
+
+// TestInboundStreamsByteBudget: streams that each announce a message under
+// MaxStreamBytes, and trickle it, could together hold many times it; the
+// inbound requests being read hold at most 4·MaxStreamBytes, and a stream
+// that would take them over is refused, until one of the others ends.
+func TestInboundStreamsByteBudget(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig("target")
+	cfg.MaxStreamBytes = 100_000
+	m := startMember(t, cfg)
+	addr := m.LocalMember().Addr.String()
+	trickle := func(announced int) net.Conn {
+		conn := mustDialFrom(t, "127.0.0.1", addr)
+		_, err := conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(announced)), "partial"...))
+		require.NoError(t, err)
+		return conn
+	}
+	var held []net.Conn
+	for range inboundBudgetStreams {
+		held = append(held, trickle(cfg.MaxStreamBytes))
+	}
+	require.Eventually(t, func() bool {
+		m.inBytes.mu.Lock()
+		defer m.inBytes.mu.Unlock()
+		return m.inBytes.used == int64(inboundBudgetStreams*cfg.MaxStreamBytes)
+	}, formTimeout, time.Millisecond, "the trickling streams hold the whole budget")
+
+	over := trickle(cfg.MaxStreamBytes / 2)
+	require.True(t, closedByPeer(over))
+	require.Equal(t, uint64(1), m.Stats().StreamsOverBudget)
+
+	require.NoError(t, held[0].Close())
+	require.Eventually(t, func() bool {
+		m.inBytes.mu.Lock()
+		defer m.inBytes.mu.Unlock()
+		return m.inBytes.used == int64((inboundBudgetStreams-1)*cfg.MaxStreamBytes)
+	}, formTimeout, time.Millisecond, "a stream that ended gave its share back")
+	fits := trickle(cfg.MaxStreamBytes / 2)
+	_, err := fits.Write(make([]byte, cfg.MaxStreamBytes/2-len("partial")))
+	require.NoError(t, err)
+	require.True(t, closedByPeer(fits), "read whole, then refused for what it holds")
+	require.Equal(t, uint64(1), m.Stats().StreamsOverBudget, "not for want of budget")
+	for _, c := range held[1:] {
+		_ = c.Close()
+	}
+}
