@@ -1,0 +1,67 @@
+// Package swim is cluster membership and failure detection for Go services,
+// with no central server: SWIM (Das, Gupta and Motivala, DSN 2002) with its
+// suspicion sub-protocol, the local-health improvements of Lifeguard
+// (Dadgar et al., 2018) and two ideas of Apache Geode's health monitor (any
+// traffic is a heartbeat; a final check before a member is removed).
+//
+// Most users fill a Config (from DefaultLANConfig, DefaultWANConfig or
+// DefaultLocalConfig), call New, Join a few seeds, and react to Events.
+//
+// # Layers
+//
+// Four layers, each in files of its own:
+//
+//   - Core: Machine, the protocol of one member as a pure state machine
+//     (machine.go, probe.go, suspicion.go, incarnation.go, pushpull.go,
+//     broadcast.go, table.go, ring.go, health.go). It does no I/O, reads no
+//     clock, starts no goroutine and draws randomness only from the
+//     *rand.Rand it is given; every input carries now, and every output
+//     (packets, stream exchanges, events, the next deadline) is data.
+//     TestCoreIsPure checks this on the source.
+//   - Runtime: Memberlist drives one Machine with real time (member.go,
+//     loop.go, stream.go, streamlimits.go, events.go, join.go), seals and
+//     opens traffic (security.go, keyring.go), and runs callbacks on a
+//     goroutine of their own. The simulator in internal/sim drives
+//     thousands of Machines in virtual time instead.
+//   - Transport: Transport and NetTransport, UDP packets and TCP streams
+//     on one port (transport.go).
+//   - Wire: internal/wire, the messages and their msgpack encoding, written
+//     by hand so that every length a peer sends is bounded before anything
+//     is allocated, and the envelope (cluster label, AES-GCM seal).
+//
+// # Where it departs from the papers
+//
+// Each with its reason; the README's "Where we deviate and why" has more.
+//
+//   - Aligned probing replaces SWIM §4.3's randomized round-robin: probe
+//     rounds are numbered from the clock on a ring all members share, so
+//     every member is probed once per round and a crash is probed within
+//     one ProbeInterval instead of after several.
+//   - The suspicion timeout is PauseTolerance, anchored at the start of the
+//     failed probe and carried with the suspicion, so that all members
+//     decide together and a pause shorter than the tolerance never kills.
+//   - No accusation without a word from the relays: a failed probe whose
+//     ping-req relays all stayed silent, not even a nack, accuses no one
+//     (beyond Lifeguard §IV-A, which only raises the health score).
+//   - A member that wakes late (a timer handled more than ProbeTimeout/5
+//     after it was due) does not accuse: its own silence is the likelier
+//     cause.
+//   - The final check (Geode) pings twice over UDP and once over TCP, and
+//     overlaps the end of the suspicion window.
+//   - A leave reported by anyone is checked with the member, by a ping
+//     carrying the claim, before it counts: a forged leave would otherwise
+//     remove a member at once.
+//   - Forgotten members are remembered by tombstones of their last
+//     incarnation, so that replayed or late news of them changes nothing,
+//     and a reconnect tells its target it was declared dead.
+//   - Strangers get a bare ack no larger than their ping, ping-reqs are
+//     served for live members only and at a bounded rate, and acks count
+//     only from the address asked: no amplification, no forged liveness.
+//   - Incarnations saturate, and a jump of more than MaxIncarnationJump is
+//     dropped: no single packet can leave a member unable to refute.
+//   - Push-pull merges a peer's "dead" as suspect (as memberlist does), and
+//     merges large views a slice per Tick.
+//   - Reconnect attempts to dead members are made with probability
+//     8·dead/live (after Serf), so a crash costs a large cluster about 8
+//     full-state exchanges per ReconnectInterval, not one per member.
+package swim
