@@ -15,6 +15,50 @@ import (
 //   - Only the member itself raises its incarnation: it refutes a suspicion
 //     or a death by announcing alive at a higher incarnation. So a member
 //     declared dead comes back only through its own newer alive message.
+//
+// precedence decides it, for every delta, gossiped or merged.
+
+// verdict is what a delta does to the member it is about.
+type verdict uint8
+
+const (
+	// stale: no newer than what is held; ignored.
+	stale verdict = iota
+	// confirms: the suspicion already held, again: a confirmation
+	// (Lifeguard §IV-B), which may shorten its timer.
+	confirms
+	// supersedes: newer than what is held; applied.
+	supersedes
+)
+
+// precedence says what a delta claiming state st at incarnation inc does
+// to a member held in state held at incarnation heldInc.
+func precedence(held State, heldInc uint64, st State, inc uint64) verdict {
+	live := held == StateAlive || held == StateSuspect
+	switch {
+	case inc < heldInc:
+		return stale
+	case inc > heldInc:
+		if st == StateSuspect && !live {
+			return stale // a suspicion resurrects nobody
+		}
+		return supersedes
+	}
+	switch st {
+	case StateSuspect:
+		switch held {
+		case StateAlive:
+			return supersedes
+		case StateSuspect:
+			return confirms
+		}
+	case StateDead, StateLeft:
+		if live {
+			return supersedes
+		}
+	}
+	return stale // alive never beats the same incarnation; dead and left rank equal
+}
 
 // MaxIncarnationJump is how far a delta's incarnation may lie beyond the
 // one held for its member (0 for a member not known yet, our own for this
@@ -84,7 +128,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		return
 	}
 	s := m.lookup(a.Name)
-	if s != nil && a.Incarnation <= s.inc() || !m.plausible(s, a.Incarnation) {
+	if s != nil && precedence(s.state(), s.inc(), StateAlive, a.Incarnation) == stale || !m.plausible(s, a.Incarnation) {
 		return
 	}
 	addr, err := wire.DecodeAddr(a.Addr)
@@ -154,7 +198,7 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 		return
 	}
 	s := m.lookup(d.Name)
-	if s == nil || !s.live() || d.Incarnation < s.inc() || !m.plausible(s, d.Incarnation) {
+	if s == nil || precedence(s.state(), s.inc(), StateSuspect, d.Incarnation) == stale || !m.plausible(s, d.Incarnation) {
 		return
 	}
 	// Anchor where the accuser did (Geode: at the last moment the member
@@ -208,7 +252,11 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 		return
 	}
 	s := m.lookup(d.Name)
-	if s == nil || d.Incarnation < s.inc() || !m.plausible(s, d.Incarnation) {
+	st := StateDead
+	if d.Left {
+		st = StateLeft
+	}
+	if s == nil || precedence(s.state(), s.inc(), st, d.Incarnation) == stale || !m.plausible(s, d.Incarnation) {
 		return
 	}
 	if !s.live() {
@@ -216,16 +264,10 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 		// member came back and went again while we were not looking), so
 		// that older news about it stays ignored, and passes it on. No
 		// event: we reported its departure already.
-		if d.Incarnation > s.inc() {
-			s.setInc(d.Incarnation)
-			if d.Left {
-				m.setState(now, s, StateLeft)
-			} else {
-				m.setState(now, s, StateDead)
-			}
-			m.version++
-			m.queueBroadcast(d.Name, d)
-		}
+		s.setInc(d.Incarnation)
+		m.setState(now, s, st)
+		m.version++
+		m.queueBroadcast(d.Name, d)
 		return
 	}
 	if d.Left {

@@ -345,3 +345,30 @@ func TestNoRefutationAfterLeave(t *testing.T) {
 		})
 	}
 }
+
+// TestPrecedenceRule: the one rule every delta goes through, every held
+// state against every claimed state at a lower, the same and a higher
+// incarnation.
+func TestPrecedenceRule(t *testing.T) {
+	const (
+		A = StateAlive
+		S = StateSuspect
+		D = StateDead
+		L = StateLeft
+	)
+	// want[held][claimed] at a lower, the same and a higher incarnation.
+	want := map[State]map[State][3]verdict{
+		A: {A: {stale, stale, supersedes}, S: {stale, supersedes, supersedes}, D: {stale, supersedes, supersedes}, L: {stale, supersedes, supersedes}},
+		S: {A: {stale, stale, supersedes}, S: {stale, confirms, supersedes}, D: {stale, supersedes, supersedes}, L: {stale, supersedes, supersedes}},
+		D: {A: {stale, stale, supersedes}, S: {stale, stale, stale}, D: {stale, stale, supersedes}, L: {stale, stale, supersedes}},
+		L: {A: {stale, stale, supersedes}, S: {stale, stale, stale}, D: {stale, stale, supersedes}, L: {stale, stale, supersedes}},
+	}
+	for held, row := range want {
+		for claimed, verdicts := range row {
+			for i, inc := range []uint64{4, 5, 6} {
+				require.Equal(t, verdicts[i], precedence(held, 5, claimed, inc), "%s@5 hearing %s@%d", held, claimed, inc)
+			}
+		}
+	}
+	require.Equal(t, stale, precedence(StateAlive, 5, State(9), 5), "an unknown state at the same incarnation changes nothing")
+}

@@ -334,8 +334,7 @@ func (m *Machine) tickMerges(now time.Time) {
 // packet: nothing here keeps them past the call (the handlers encode or
 // copy what they store).
 func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource) {
-	if s := m.lookupBytes(v.Name); s != nil && s != m.self && (s.inc() > v.Incarnation ||
-		s.inc() == v.Incarnation && (State(v.State) == StateAlive || !s.live())) {
+	if s := m.lookupBytes(v.Name); s != nil && s != m.self && precedence(s.state(), s.inc(), State(v.State), v.Incarnation) == stale {
 		// Nothing the handlers below would act on: the common case of a
 		// periodic exchange, skipped before building a delta.
 		return
