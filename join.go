@@ -48,7 +48,7 @@ func resolveSeeds(ctx context.Context, addrs []string) ([]netip.AddrPort, []erro
 // "name:port", or the same without the port (DefaultPort).
 func resolveSeed(ctx context.Context, addr string) ([]netip.AddrPort, error) {
 	if ap, err := netip.ParseAddrPort(addr); err == nil {
-		return []netip.AddrPort{unmap(ap)}, nil
+		return []netip.AddrPort{unmapAddrPort(ap)}, nil
 	}
 	host, portStr, err := net.SplitHostPort(addr)
 	port := uint64(DefaultPort)
@@ -77,8 +77,4 @@ func resolveSeed(ctx context.Context, addr string) ([]netip.AddrPort, error) {
 		return nil, fmt.Errorf("seed %q: no address", addr)
 	}
 	return out, nil
-}
-
-func unmap(ap netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }

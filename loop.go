@@ -276,13 +276,3 @@ func (ml *Memberlist) flush() {
 		}
 	}
 }
-
-// leaveWaiter returns the channel closed once the leave announcement is
-// done (flush closes it). Every Leave call shares it, so waiters cost
-// nothing however many calls gave up on their context.
-func (ml *Memberlist) leaveWaiter() chan struct{} {
-	if ml.leaveDone == nil {
-		ml.leaveDone = make(chan struct{})
-	}
-	return ml.leaveDone
-}

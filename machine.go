@@ -468,10 +468,21 @@ func (m *Machine) claimFor(ping *wire.Ping, to netip.AddrPort) wire.Message {
 	if !m.cfg.BuddyPing && fc == nil {
 		return nil
 	}
-	if s := m.lookup(ping.Target); s != nil && s.state() == StateSuspect && m.addrOf(s) == to {
-		return &wire.Suspect{Name: ping.Target, Incarnation: s.inc(), From: m.selfName}
+	if s := m.lookup(ping.Target); s != nil && m.addrOf(s) == to {
+		if sp := m.suspicionOf(s); sp != nil {
+			return sp
+		}
 	}
 	return nil
+}
+
+// suspicionOf is the suspicion a message to s carries while we hold it
+// suspect (so that it refutes at once), nil otherwise.
+func (m *Machine) suspicionOf(s *memberState) *wire.Suspect {
+	if s.state() != StateSuspect {
+		return nil
+	}
+	return &wire.Suspect{Name: m.nameOf(s), Incarnation: s.inc(), From: m.selfName}
 }
 
 // sendGossip queues a packet of pending deltas alone; it reports false when

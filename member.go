@@ -457,7 +457,10 @@ func (ml *Memberlist) Leave(ctx context.Context) error {
 		if leaveErr = ml.machine.Leave(now); leaveErr != nil {
 			return
 		}
-		done = ml.leaveWaiter()
+		// Only the first Leave gets here (the Machine refuses the
+		// next), so the channel is made once; flush closes it.
+		ml.leaveDone = make(chan struct{})
+		done = ml.leaveDone
 	})
 	if err != nil {
 		return err

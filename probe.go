@@ -562,8 +562,8 @@ func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping, timeout 
 		return 0
 	}
 	frames = append(frames, f)
-	if target.state() == StateSuspect {
-		if f, err := wire.AppendFrame(nil, &wire.Suspect{Name: ping.Target, Incarnation: target.inc(), From: m.selfName}); err == nil {
+	if sp := m.suspicionOf(target); sp != nil {
+		if f, err := wire.AppendFrame(nil, sp); err == nil {
 			frames = append(frames, f)
 		}
 	}

@@ -185,11 +185,9 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 func addrPortOf(a net.Addr) netip.AddrPort {
 	switch a := a.(type) {
 	case *net.TCPAddr:
-		ap := a.AddrPort()
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		return unmapAddrPort(a.AddrPort())
 	case *net.UDPAddr:
-		ap := a.AddrPort()
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		return unmapAddrPort(a.AddrPort())
 	case nil:
 		return netip.AddrPort{}
 	}

@@ -50,7 +50,6 @@ type PacketHandlerTransport interface {
 type IncomingPacket struct {
 	From netip.AddrPort
 	Data []byte
-	At   time.Time // when it was read off the socket
 }
 
 // NetTransportConfig configures a NetTransport. The zero value is usable: it
@@ -418,7 +417,6 @@ func (t *NetTransport) readPackets() {
 			continue
 		}
 		pause = minErrorPause
-		at := time.Now()
 		t.packetsReceived.Add(1)
 		if n == len(buf) && len(buf) < udpReadBufferSize {
 			// The datagram filled the buffer, which is one byte larger
@@ -434,7 +432,7 @@ func (t *NetTransport) readPackets() {
 		// buf is reused for the next read: the consumer gets its own copy.
 		data := make([]byte, n)
 		copy(data, buf[:n])
-		p := IncomingPacket{From: unmapAddrPort(from), Data: data, At: at}
+		p := IncomingPacket{From: unmapAddrPort(from), Data: data}
 		if h := t.handler.Load(); h != nil {
 			(*h)(p)
 			continue

@@ -404,10 +404,6 @@ func (s *Spread) Known() int { return len(s.arrivals) }
 // Complete reports whether every target has learned it.
 func (s *Spread) Complete() bool { return s.pending == 0 }
 
-// Arrivals returns, for each node that learned it, how long after Start,
-// in order.
-func (s *Spread) Arrivals() []time.Duration { return slices.Clone(s.arrivals) }
-
 // TimeTo is how long after Start a fraction (0, 1] of the targets knew;
 // false if that has not happened yet.
 func (s *Spread) TimeTo(fraction float64) (time.Duration, bool) {
