@@ -42,7 +42,7 @@ func (m *Machine) scaled(d time.Duration) time.Duration {
 // NextDeadline: some of the machine's times are "not before" marks (the
 // next gossip round, say) that lie in the past until there is work.
 //
-// Only a real-time driver can be late: Memberlist sets watchClock. The
+// Only a real-time driver can be late: Memberlist sets WatchClock. The
 // simulator and the tests call Tick at times of their choosing, often well
 // past a deadline on purpose, and are taken at their word.
 

@@ -9,7 +9,7 @@ import (
 	"github.com/swim-go/swim/internal/wire"
 )
 
-// TestLateProbeAccusesNoOne: with a real-time driver (watchClock), a probe
+// TestLateProbeAccusesNoOne: with a real-time driver (WatchClock), a probe
 // whose end is handled well after its deadlines were due accuses no one
 // and raises the health score; handled on time, the same silence makes the
 // target suspect.
@@ -20,7 +20,7 @@ func TestLateProbeAccusesNoOne(t *testing.T) {
 			cfg.IndirectChecks = 0
 			cfg.AwarenessMaxMultiplier = 8
 			h := newMT(t, cfg)
-			h.m.watchClock = true
+			WatchClock()(h.m)
 			h.joinPeers(3, 1)
 			ping, _, _ := h.firstProbe() // never answered
 			t0 := h.now
@@ -57,7 +57,7 @@ func TestLateFinalCheckRunsAgain(t *testing.T) {
 			cfg := mtConfig()
 			cfg.FinalCheck = true
 			h := newMT(t, cfg)
-			h.m.watchClock = true
+			WatchClock()(h.m)
 			h.joinPeers(3, 1)
 			deadline := h.suspectPeer1()
 			h.tick(deadline)

@@ -62,14 +62,30 @@ func (r *Ready) IsEmpty() bool {
 // NewMachine returns the core of the member cfg describes, reachable at
 // addr. cfg is validated and must not be changed afterwards. rng is the only
 // source of randomness.
-func NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time) (*Machine, error) {
+func NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time, opts ...MachineOption) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m := &Machine{}
 	m.init(cfg, NewRegistry(), addr, rng, now)
+	for _, o := range opts {
+		o(m)
+	}
 	return m, nil
 }
+
+// MachineOption sets a property of a Machine's driver rather than of the
+// protocol (those are in Config).
+type MachineOption func(*Machine)
+
+// WatchClock tells the Machine that its driver feeds it real time, and
+// calls Tick as soon as it can after NextDeadline: a decision taken well
+// after its deadline then means this member was not running (a GC or VM
+// pause, CPU starvation), and the decision is deferred instead of accusing
+// a peer (health.go). Memberlist sets it. A simulator that models a stalled
+// member by ticking it late can set it too; one that ticks at times of its
+// choosing for other reasons must not, or it will see lateness everywhere.
+func WatchClock() MachineOption { return func(m *Machine) { m.watchClock = true } }
 
 // tombstone remembers a member after it left the table (declared dead or
 // left, and forgotten after GossipToDeadTime), for ReconnectTimeout: a dead

@@ -289,7 +289,7 @@ func New(cfg *Config) (*Memberlist, error) {
 	var seed [16]byte
 	_, _ = crand.Read(seed[:]) // never fails since Go 1.24 (it crashes instead)
 	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
-	machine, err := NewMachine(&c, transport.LocalAddr(), rng, time.Now())
+	machine, err := NewMachine(&c, transport.LocalAddr(), rng, time.Now(), WatchClock())
 	if err != nil {
 		_ = transport.Close()
 		return nil, err
@@ -325,7 +325,6 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 	ml.keys.cur.Store(kr)
 	machine.indexNames() // kept by the loop, so that Members never has to build it
-	machine.watchClock = true
 	if c.Events != nil {
 		ml.events = newEventQueue()
 		ml.dispatcherDone = make(chan struct{})

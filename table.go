@@ -72,12 +72,15 @@ func NewRegistry() *Registry {
 
 // NewMachine is like the package's NewMachine, with the Machine's member
 // identities kept in r.
-func (r *Registry) NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time) (*Machine, error) {
+func (r *Registry) NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time, opts ...MachineOption) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m := &Machine{}
 	m.init(cfg, r, addr, rng, now)
+	for _, o := range opts {
+		o(m)
+	}
 	return m, nil
 }
 

@@ -72,13 +72,15 @@ type NodeFactory func(name string, addr netip.AddrPort, rng *rand.Rand, now time
 // The Machines a factory makes share one swim.Registry, so each member's
 // name, address and metadata are stored once, not once per Machine: that is
 // what lets 10,000 members fit in one process. A Registry is not safe for
-// concurrent use, so give each Cluster its own factory.
-func MachineFactory(config func(name string) *swim.Config) NodeFactory {
+// concurrent use, so give each Cluster its own factory. opts are passed to
+// every Machine (swim.WatchClock, for a scenario that models stalls by late
+// ticks).
+func MachineFactory(config func(name string) *swim.Config, opts ...swim.MachineOption) NodeFactory {
 	reg := swim.NewRegistry()
 	return func(name string, addr netip.AddrPort, rng *rand.Rand, now time.Time) (Node, error) {
 		cfg := *config(name)
 		cfg.Name = name
-		return reg.NewMachine(&cfg, addr, rng, now)
+		return reg.NewMachine(&cfg, addr, rng, now, opts...)
 	}
 }
 
