@@ -14,8 +14,9 @@ import (
 // coreFiles are the files of the protocol core, the Machine: everything
 // it does is a function of its inputs, now and its *rand.Rand (doc.go).
 var coreFiles = []string{
-	"machine.go", "probe.go", "suspicion.go", "incarnation.go", "pushpull.go",
-	"broadcast.go", "table.go", "ring.go", "health.go",
+	"machine.go", "lifecycle.go", "member.go", "probe.go", "suspicion.go",
+	"incarnation.go", "pushpull.go", "broadcast.go", "table.go", "ring.go",
+	"health.go",
 }
 
 // forbiddenImports would give the core I/O, shared state or randomness of

@@ -12,13 +12,15 @@
 // Four layers, each in files of its own:
 //
 //   - Core: Machine, the protocol of one member as a pure state machine
-//     (machine.go, probe.go, suspicion.go, incarnation.go, pushpull.go,
-//     broadcast.go, table.go, ring.go, health.go). It does no I/O, reads no
+//     (machine.go, lifecycle.go, probe.go, suspicion.go, incarnation.go,
+//     pushpull.go, broadcast.go, table.go, ring.go, health.go), and the
+//     types it reports in (member.go: State, Member, Event). It does no
+//     I/O, reads no
 //     clock, starts no goroutine and draws randomness only from the
 //     *rand.Rand it is given; every input carries now, and every output
 //     (packets, stream exchanges, events, the next deadline) is data.
 //     TestCoreIsPure checks this on the source.
-//   - Runtime: Memberlist drives one Machine with real time (member.go,
+//   - Runtime: Memberlist drives one Machine with real time (memberlist.go,
 //     loop.go, stream.go, streamlimits.go, events.go, join.go), seals and
 //     opens traffic (security.go, keyring.go), and runs callbacks on a
 //     goroutine of their own. The simulator in internal/sim drives

@@ -1,0 +1,86 @@
+package swim
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// The Machine's own API: joining, leaving and changing this member's
+// metadata. Memberlist wraps each in a method of the same name.
+
+// Errors returned by the Machine's API.
+var (
+	// ErrLeft: this member has left the cluster; it no longer takes part.
+	ErrLeft = errors.New("swim: member has left")
+	// ErrUnknownStream: a stream response names no exchange in flight.
+	ErrUnknownStream = errors.New("swim: unknown stream id")
+)
+
+// Join starts a push-pull join with each seed and returns the IDs of the
+// StreamRequests it queued; their HandleStreamResponse results say which
+// seeds answered. The seeds are remembered for ReconnectTimeout and retried
+// while this member is alone, so a member that started before its peers, or
+// was cut off from all of them, joins without operator action.
+func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
+	ids := make([]uint64, 0, len(seeds))
+	for _, addr := range seeds {
+		if addr == m.addrOf(m.self) {
+			continue
+		}
+		if id, ok := m.startPushPull(addr, streamJoin); ok {
+			ids = append(ids, id)
+		}
+	}
+	if len(seeds) > 0 && m.cfg.ReconnectInterval > 0 {
+		m.seeds = append(m.seeds[:0], seeds...)
+		m.seedsUntil = now.Add(m.cfg.ReconnectTimeout)
+	}
+	return ids
+}
+
+// Leave announces a graceful leave: this member gossips itself as left at a
+// higher incarnation and stops probing. LeaveDone reports when it was sent.
+func (m *Machine) Leave(now time.Time) error {
+	if m.self.state() != StateAlive {
+		return ErrLeft
+	}
+	m.self.setInc(nextIncarnation(m.self.inc()))
+	m.self.setState(StateLeft)
+	m.version++
+	m.probes = nil
+	m.leaveBroadcast = m.queueBroadcast(m.selfName, &wire.Dead{
+		Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true,
+	})
+	// Send it now rather than at the next gossip slot.
+	m.nextGossip = now
+	return nil
+}
+
+// LeaveDone reports whether the leave announcement has been sent as often as
+// any delta is (or there is nobody left to tell).
+func (m *Machine) LeaveDone() bool {
+	if m.leaveBroadcast == nil {
+		return false
+	}
+	return m.leaveBroadcast.removed || m.numOthers() == 0
+}
+
+// UpdateMeta changes this member's metadata and gossips it at a new
+// incarnation.
+func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
+	if m.self.state() != StateAlive {
+		return ErrLeft
+	}
+	if len(meta) > m.cfg.MaxMetaSize {
+		return fmt.Errorf("%w: %d bytes, over MaxMetaSize %d", ErrMetaTooLarge, len(meta), m.cfg.MaxMetaSize)
+	}
+	m.setIdentity(m.self, m.addrOf(m.self), meta)
+	m.self.setInc(nextIncarnation(m.self.inc()))
+	m.version++
+	m.broadcastSelfAlive()
+	return nil
+}

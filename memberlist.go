@@ -1,0 +1,505 @@
+package swim
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ErrShutdown is returned by every Memberlist call made after Shutdown.
+var ErrShutdown = errors.New("swim: memberlist is shut down")
+
+// ErrMetaTooLarge is matched (errors.Is) by the error UpdateMeta returns for
+// metadata over Config.MaxMetaSize.
+var ErrMetaTooLarge = errors.New("swim: metadata over MaxMetaSize")
+
+// Memberlist drives a Machine over a Transport with real time: the
+// ready-to-use member of a cluster. Create it with New, add it to a cluster
+// with Join, watch the cluster through Config.Events or Members, and end it
+// with Leave (optional) and Shutdown.
+//
+// One loop goroutine drives the Machine, and the methods hand work to it; a
+// transport that can (NetTransport) has packets handled on its own reader
+// goroutine instead, saving a hand-off per packet. Both hold a lock while
+// they feed the Machine one input, never while they wait for the network.
+// Members, NumMembers and LocalMember read the table under that lock's read
+// side. Events reach Config.Events on a goroutine of
+// their own, in order and outside every lock, so a callback may call any
+// method, Shutdown included.
+//
+// All methods are safe for concurrent use.
+type Memberlist struct {
+	cfg       Config
+	logger    *zap.Logger
+	transport Transport
+	machine   *Machine // fed under mu only (the loop, or receive), once New returns
+
+	// mu guards the machine and the loop's bookkeeping below. The loop
+	// holds it from each wake-up to the end of its pass, never while it
+	// waits; so does a packet handled on the transport's goroutine
+	// (receive). Members, NumMembers and LocalMember read the table under
+	// its read lock and build their view on demand: publishing a copy
+	// after every change instead cost O(N) per change, O(N³) CPU for an
+	// N-member process to boot (a third of a 2,048-member boot in one
+	// process, with the GC it caused).
+	mu     sync.RWMutex
+	kick   chan struct{} // buffered: receive asks the loop to re-arm its timer
+	armed  time.Time     // the deadline the loop's timer is set for; zero when stopped
+	closed bool          // the loop has ended: receive drops packets
+
+	calls         chan apiCall        // API calls, run by the loop against the machine
+	streamResults chan streamResult   // outbound exchanges, back from their goroutines
+	inbound       chan inboundRequest // inbound exchanges, waiting for the machine's reply
+	events        *eventQueue         // the dispatcher's queue, at most EventBuffer long; nil without Config.Events
+
+	// Slots for the TCP exchanges in flight, MaxConcurrentStreams in each
+	// direction: a flood of inbound exchanges cannot starve this member's
+	// own joins and push-pulls, nor the reverse. The inbound ones are
+	// shared among source addresses (streamlimits.go).
+	outSem    chan struct{}
+	inStreams *inboundSlots
+
+	// stop is closed by Shutdown; ctx is cancelled with it and bounds every
+	// dial, read and write of the stream goroutines.
+	stop   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	wg             sync.WaitGroup // the loop and the stream goroutines
+	loopDone       chan struct{}
+	dispatcherDone chan struct{} // nil without Config.Events
+	dispatcherID   atomic.Uint64 // goroutine id of the dispatcher, see Shutdown
+	shutdownOnce   sync.Once
+	shutdownDone   chan struct{} // closed when all but the dispatcher have ended
+	shutdownErr    error
+	finalStats     Stats // written by the loop as it exits, read after loopDone
+
+	eventsDropped  atomic.Uint64
+	streamsRefused atomic.Uint64
+
+	// Refused streams (streamlimits.go), counted and logged at most once
+	// per kind per 10 s.
+	streamsRefusedPerSource atomic.Uint64
+	streamsTimedOut         atomic.Uint64
+	streamsTooLarge         atomic.Uint64
+	streamsOverBudget       atomic.Uint64
+	inBytes                 byteBudget // of the inbound requests being read or handled
+	refusals                *refusalLog
+
+	// keys is the keyring (keyring.go), read by every packet and stream
+	// without a lock.
+	keys keyStore
+	sec  *security // label, AllowedCIDRs, StreamTLS, refusals (security.go)
+
+	// Guarded by mu (API calls run on the loop, under it).
+	joins     map[uint64]*joinWaiter // outbound exchanges a Join waits for
+	leaveDone chan struct{}          // closed when Machine.LeaveDone holds; nil before Leave
+	refused   []streamResult         // outbound exchanges refused for want of a slot, to report
+	dropping  bool                   // the dispatcher queue is full
+}
+
+// MemberlistStats are the core's counters plus the driver's own.
+type MemberlistStats struct {
+	Stats
+	// EventsDropped counts events discarded because EventBuffer events were
+	// already waiting for the Events handler.
+	EventsDropped uint64
+	// StreamsRefused counts TCP exchanges refused because
+	// MaxConcurrentStreams exchanges in the same direction (inbound or
+	// outbound) were already in flight (and, inbound, no source address
+	// held more than MaxStreamsPerSource of them to make room).
+	StreamsRefused uint64
+
+	// Traffic refused before the protocol saw it, packets and streams
+	// alike; each kind is also logged as a warning, at most once per 10 s.
+	//
+	// RefusedSource: the source address is outside Config.AllowedCIDRs.
+	RefusedSource uint64
+	// RefusedLabel: no label, or another one than Config.Label.
+	RefusedLabel uint64
+	// RefusedPlaintext: plaintext while this member requires encryption.
+	RefusedPlaintext uint64
+	// RefusedKey: sealed, but no installed key opens it (a wrong key, a
+	// tampered or truncated packet, or no key installed).
+	RefusedKey uint64
+	// RefusedTLS: inbound streams whose TLS handshake failed (no client
+	// certificate, an untrusted one, not TLS at all) with Config.StreamTLS
+	// set. A dialled stream whose server fails verification fails the
+	// exchange instead (PushPullsFailed, TCPPingsFailed, Join's error).
+	RefusedTLS uint64
+	// StreamsRefusedPerSource: inbound streams refused, while every slot
+	// was in use, because their source address already held
+	// MaxStreamsPerSource; and streams closed to give their slot to an
+	// address that held fewer (see Config.MaxStreamsPerSource).
+	StreamsRefusedPerSource uint64
+	// StreamsTimedOut: inbound streams closed because their request did
+	// not arrive in time: its length header within the first-bytes
+	// deadline (see Config.StreamTimeout), or the rest within
+	// StreamTimeout.
+	StreamsTimedOut uint64
+	// StreamsTooLarge: stream messages, inbound requests and replies to
+	// this member's exchanges alike, refused for announcing more than
+	// MaxStreamBytes.
+	StreamsTooLarge uint64
+	// StreamsOverBudget: inbound stream messages refused because the
+	// requests already being read or handled hold 4·MaxStreamBytes.
+	StreamsOverBudget uint64
+}
+
+// New starts a member: it validates cfg (returning a *ConfigError naming the
+// first bad field), opens cfg.Transport or a NetTransport on
+// BindAddr:BindPort, and starts the protocol. The member is alone until Join.
+// cfg is copied; later changes to it have no effect.
+func New(cfg *Config) (*Memberlist, error) {
+	if cfg == nil {
+		return nil, &ConfigError{Field: "Config", Reason: "is nil"}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := *cfg
+	c.Meta = bytes.Clone(cfg.Meta)
+	logger := c.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	logger = logger.Named("swim").With(zap.String("member", c.Name))
+	c.Logger = logger
+
+	transport := c.Transport
+	if transport == nil {
+		nt, err := NewNetTransport(&NetTransportConfig{
+			BindAddr:             c.BindAddr,
+			BindPort:             c.BindPort,
+			AdvertiseAddr:        c.AdvertiseAddr,
+			AdvertisePort:        c.AdvertisePort,
+			MaxConcurrentStreams: c.MaxConcurrentStreams,
+			MaxPacketSize:        c.PacketBudget,
+			Logger:               logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("swim: start transport: %w", err)
+		}
+		transport = nt
+	}
+
+	var seed [16]byte
+	_, _ = crand.Read(seed[:]) // never fails since Go 1.24 (it crashes instead)
+	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+	machine, err := NewMachine(&c, transport.LocalAddr(), rng, time.Now(), WatchClock())
+	if err != nil {
+		_ = transport.Close()
+		return nil, err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	refusals := newRefusalLog(logger)
+	ml := &Memberlist{
+		inBytes:       byteBudget{total: int64(inboundBudgetStreams) * int64(c.maxStreamBytes())},
+		cfg:           c,
+		logger:        logger,
+		transport:     transport,
+		machine:       machine,
+		calls:         make(chan apiCall),
+		streamResults: make(chan streamResult),
+		inbound:       make(chan inboundRequest),
+		outSem:        make(chan struct{}, c.MaxConcurrentStreams),
+		inStreams:     newInboundSlots(c.MaxConcurrentStreams, c.MaxStreamsPerSource),
+		stop:          make(chan struct{}),
+		ctx:           ctx,
+		cancel:        cancel,
+		loopDone:      make(chan struct{}),
+		shutdownDone:  make(chan struct{}),
+		joins:         make(map[uint64]*joinWaiter),
+		kick:          make(chan struct{}, 1),
+		refusals:      refusals,
+		sec:           newSecurity(&c, refusals),
+	}
+	kr, err := newKeyring(c.Keys, c.Plaintext)
+	if err != nil {
+		_ = transport.Close()
+		return nil, err
+	}
+	ml.keys.cur.Store(kr)
+	machine.indexNames() // kept by the loop, so that Members never has to build it
+	if c.Events != nil {
+		ml.events = newEventQueue()
+		ml.dispatcherDone = make(chan struct{})
+		go ml.dispatch(c.Events)
+	}
+	ml.wg.Add(1)
+	go ml.run()
+	if ht, ok := transport.(PacketHandlerTransport); ok {
+		ht.HandlePackets(ml.receive)
+	}
+	logger.Debug("started", zap.Stringer("addr", transport.LocalAddr()))
+	return ml, nil
+}
+
+// Members returns the live (alive or suspect) members, this one included
+// unless it has left, sorted by name: the table as it is now, built for
+// this call in O(N). It waits at most for the loop to finish the input in
+// hand, never for the network or an event callback, so it is safe from a
+// callback. A method that changed the table (UpdateMeta, Leave) returns
+// after the change shows here. After Shutdown it returns the last view.
+func (ml *Memberlist) Members() []Member {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.appendLive(make([]Member, 0, ml.machine.NumMembers()))
+}
+
+// NumMembers counts the live members, this one included, as Members would
+// list them, in O(1); it waits as Members does.
+func (ml *Memberlist) NumMembers() int {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.NumMembers()
+}
+
+// LocalMember returns this member as the cluster sees it; it waits as
+// Members does. Its Addr is the advertised address (with the real port when
+// BindPort is 0).
+func (ml *Memberlist) LocalMember() Member {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	mb := ml.machine.LocalMember()
+	mb.Meta = bytes.Clone(mb.Meta)
+	return mb
+}
+
+// Join adds this member to the cluster through seeds: each address is
+// host:port or host alone (port 7946), where host is an IP address or a DNS
+// name whose every address becomes a seed. Names are resolved and the seeds
+// contacted in parallel, each with a full state exchange over TCP; Join
+// returns when every seed has answered or failed, or ctx ends. It returns how
+// many seeds answered, and an error (errors.Join of the failures) only if
+// none did. Seeds that did not answer are retried in the background while
+// this member is alone.
+func (ml *Memberlist) Join(ctx context.Context, addrs ...string) (int, error) {
+	if ml.isShutdown() {
+		return 0, ErrShutdown
+	}
+	if len(addrs) == 0 {
+		return 0, errors.New("swim: join: no seed address given")
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("swim: join: %w", err)
+	}
+	ctx, cancel := ml.bind(ctx)
+	defer cancel()
+
+	seeds, errs := resolveSeeds(ctx, addrs)
+	if len(seeds) == 0 {
+		if ml.isShutdown() {
+			return 0, ErrShutdown
+		}
+		return 0, fmt.Errorf("swim: join: %w", errors.Join(errs...))
+	}
+
+	var results chan joinResult
+	var asked int
+	err := ml.do(ctx, func(now time.Time) {
+		ids := ml.machine.Join(now, seeds)
+		asked = len(ids)
+		results = make(chan joinResult, len(ids)) // never blocks the loop, even if Join gave up
+		for _, id := range ids {
+			ml.joins[id] = &joinWaiter{results: results}
+		}
+	})
+	if err != nil {
+		if ml.isShutdown() {
+			return 0, ErrShutdown
+		}
+		return 0, fmt.Errorf("swim: join: %w", err)
+	}
+	if asked == 0 {
+		return 0, errors.New("swim: join: no seed to contact (only this member's own address?)")
+	}
+
+	answered := 0
+wait:
+	for range asked {
+		select {
+		case r := <-results:
+			if r.err == nil {
+				answered++
+			} else {
+				errs = append(errs, fmt.Errorf("seed %s: %w", r.to, r.err))
+			}
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	if answered > 0 {
+		return answered, nil
+	}
+	if ml.isShutdown() {
+		return 0, ErrShutdown
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return 0, fmt.Errorf("swim: join: no seed answered: %w", errors.Join(errs...))
+}
+
+// Leave announces that this member leaves the cluster gracefully and waits
+// until the announcement has been sent enough times (or there is nobody to
+// tell), or ctx ends. Peers then report this member as left, not failed.
+// The member keeps running (and answering probes) until Shutdown.
+func (ml *Memberlist) Leave(ctx context.Context) error {
+	var done chan struct{}
+	var leaveErr error
+	err := ml.do(ctx, func(now time.Time) {
+		if leaveErr = ml.machine.Leave(now); leaveErr != nil {
+			return
+		}
+		// Only the first Leave gets here (the Machine refuses the
+		// next), so the channel is made once; flush closes it.
+		ml.leaveDone = make(chan struct{})
+		done = ml.leaveDone
+	})
+	if err != nil {
+		return err
+	}
+	if leaveErr != nil {
+		return leaveErr
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ml.stop:
+		return ErrShutdown
+	}
+}
+
+// UpdateMeta replaces this member's metadata and gossips it; peers see an
+// EventUpdate. Metadata over Config.MaxMetaSize is refused with an error
+// matching ErrMetaTooLarge.
+func (ml *Memberlist) UpdateMeta(ctx context.Context, meta []byte) error {
+	if len(meta) > ml.cfg.MaxMetaSize {
+		return fmt.Errorf("%w: %d bytes, over MaxMetaSize %d", ErrMetaTooLarge, len(meta), ml.cfg.MaxMetaSize)
+	}
+	meta = bytes.Clone(meta)
+	var updateErr error
+	if err := ml.do(ctx, func(now time.Time) { updateErr = ml.machine.UpdateMeta(now, meta) }); err != nil {
+		return err
+	}
+	return updateErr
+}
+
+// HealthScore is this member's local health (Lifeguard §IV-A): 0 when it
+// hears from its peers as expected, up to AwarenessMaxMultiplier-1 when it
+// keeps failing to, in which case it probes more slowly and accuses no one
+// in haste. After Shutdown it returns 0.
+func (ml *Memberlist) HealthScore() int {
+	var h int
+	_ = ml.do(context.Background(), func(time.Time) { h = ml.machine.HealthScore() })
+	return h
+}
+
+// Stats returns the core's counters and the driver's. It waits for the loop
+// goroutine to be between two inputs (microseconds). After Shutdown it
+// returns the final counters.
+func (ml *Memberlist) Stats() MemberlistStats {
+	var st Stats
+	if err := ml.do(context.Background(), func(time.Time) { st = ml.machine.Stats() }); err != nil {
+		<-ml.loopDone
+		st = ml.finalStats
+	}
+	stats := MemberlistStats{
+		Stats:            st,
+		EventsDropped:    ml.eventsDropped.Load(),
+		StreamsRefused:   ml.streamsRefused.Load(),
+		RefusedSource:    ml.sec.refusedSource.Load(),
+		RefusedLabel:     ml.sec.refusedLabel.Load(),
+		RefusedPlaintext: ml.sec.refusedPlaintext.Load(),
+		RefusedKey:       ml.sec.refusedKey.Load(),
+		RefusedTLS:       ml.sec.refusedTLS.Load(),
+	}
+	ml.addStreamStats(&stats)
+	return stats
+}
+
+// Shutdown stops the member without telling the cluster (call Leave first
+// for a graceful exit; otherwise peers will declare it dead). It stops the
+// protocol loop, cancels the TCP exchanges in flight, closes the transport
+// (Config.Transport too, when one was supplied), and returns when every
+// goroutine of this Memberlist has ended. Events still queued for the
+// Events handler are dropped, not delivered; a callback already running is
+// waited for, except when Shutdown is called from that callback itself.
+//
+// Shutdown is idempotent: later calls wait for the first to finish and
+// return its result. Every other method then returns ErrShutdown (Members,
+// NumMembers, LocalMember and Stats return the last known values).
+func (ml *Memberlist) Shutdown() error {
+	ml.shutdownOnce.Do(func() {
+		close(ml.stop)
+		ml.cancel()
+		<-ml.loopDone
+		ml.shutdownErr = ml.transport.Close()
+		// Streams the transport accepted but the loop never took would
+		// otherwise keep their sockets open.
+		for conn := range ml.transport.Streams() {
+			_ = conn.Close()
+		}
+		ml.wg.Wait()
+		close(ml.shutdownDone)
+	})
+	<-ml.shutdownDone
+	// Every caller, not only the first, waits for the dispatcher, so that
+	// Shutdown returns with no goroutine left; except the dispatcher
+	// itself, calling from a callback, which would wait for itself.
+	if ml.dispatcherDone != nil && goroutineID() != ml.dispatcherID.Load() {
+		<-ml.dispatcherDone
+	}
+	return ml.shutdownErr
+}
+
+// isShutdown reports whether Shutdown has begun.
+func (ml *Memberlist) isShutdown() bool {
+	select {
+	case <-ml.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// bind returns a context that also ends when Shutdown begins.
+func (ml *Memberlist) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(ml.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// do runs f on the loop goroutine, against the machine, and returns once f
+// has run and the loop has acted on its output. It returns ErrShutdown, or
+// ctx's error, if f could not be handed to the loop.
+func (ml *Memberlist) do(ctx context.Context, f func(now time.Time)) error {
+	if ml.isShutdown() {
+		return ErrShutdown
+	}
+	call := apiCall{f: f, done: make(chan struct{})}
+	select {
+	case ml.calls <- call:
+	case <-ml.stop:
+		return ErrShutdown
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// The loop finishes a call in the pass that received it, without
+	// blocking and before it looks at stop again, so done always closes.
+	<-call.done
+	return nil
+}
