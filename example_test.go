@@ -1,9 +1,11 @@
 package swim_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/swim-go/swim"
@@ -52,5 +54,82 @@ func Example() {
 	}
 	if err := ml.Shutdown(); err != nil {
 		log.Printf("shutdown: %v", err)
+	}
+}
+
+// Example_encrypted runs three members in one process with a shared key
+// and a cluster label, then rotates the key on the running cluster: each
+// step (install, use, remove) on every member before the next, so that no
+// member ever receives traffic it cannot open.
+func Example_encrypted() {
+	oldKey := bytes.Repeat([]byte{1}, 32) // in production: 32 random bytes from your secret store
+	newKey := bytes.Repeat([]byte{2}, 32)
+	var members []*swim.Memberlist
+	for _, name := range []string{"a", "b", "c"} {
+		cfg := swim.DefaultLocalConfig()
+		cfg.Name = name
+		cfg.BindPort = 0
+		cfg.Keys = [][]byte{oldKey}
+		cfg.Label = "example"
+		ml, err := swim.New(cfg)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer ml.Shutdown()
+		members = append(members, ml)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	seed := members[0].LocalMember().Addr.String()
+	for _, ml := range members[1:] {
+		if _, err := ml.Join(ctx, seed); err != nil {
+			log.Fatal(err)
+		}
+	}
+	waitUntil(ctx, func() bool {
+		for _, ml := range members {
+			if ml.NumMembers() != len(members) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, ml := range members {
+		var names []string
+		for _, m := range ml.Members() {
+			names = append(names, m.Name)
+		}
+		fmt.Println(ml.LocalMember().Name, "sees", strings.Join(names, " "))
+	}
+
+	for _, step := range []func(*swim.Memberlist) error{
+		func(ml *swim.Memberlist) error { return ml.InstallKey(newKey) },
+		func(ml *swim.Memberlist) error { return ml.UseKey(newKey) },
+		func(ml *swim.Memberlist) error { return ml.RemoveKey(oldKey) },
+	} {
+		for _, ml := range members {
+			if err := step(ml); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	fmt.Println("keys after rotation:", len(members[0].ListKeys()), "members:", members[0].NumMembers())
+	// Output:
+	// a sees a b c
+	// b sees a b c
+	// c sees a b c
+	// keys after rotation: 1 members: 3
+}
+
+// waitUntil polls cond until it holds or ctx ends.
+func waitUntil(ctx context.Context, cond func() bool) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
 	}
 }
