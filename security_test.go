@@ -242,20 +242,12 @@ func TestKeyRotationWithoutSuspicion(t *testing.T) {
 	t.Parallel()
 	members := formCluster(t, namedConfigs(8, "rot", func(name string) *Config { return secureConfig(name, "", testKey1) })...)
 
-	steps := []struct {
-		name string
-		do   func(m *testMember) error
-	}{
+	steps := []clusterStep{
 		{"install", func(m *testMember) error { return m.InstallKey(testKey2) }},
 		{"use", func(m *testMember) error { return m.UseKey(testKey2) }},
 		{"remove", func(m *testMember) error { return m.RemoveKey(testKey1) }},
 	}
-	for _, step := range steps {
-		for _, m := range members {
-			require.NoError(t, step.do(m), "%s on %s", step.name, m.LocalMember().Name)
-			awaitTraffic(t, m, 3)
-		}
-	}
+	stepInTurn(t, members, steps)
 	for _, m := range members {
 		awaitTraffic(t, m, 3)
 		require.Equal(t, [][]byte{testKey2}, m.ListKeys())
@@ -337,10 +329,7 @@ func TestPlaintextClusterMigratesToEncryption(t *testing.T) {
 	members := formCluster(t, namedConfigs(8, "mig", testConfig)...)
 
 	require.ErrorIs(t, members[0].InstallKey(testKey1), ErrKeyringEmpty, "a first key needs PlaintextSend")
-	steps := []struct {
-		name string
-		do   func(m *testMember) error
-	}{
+	steps := []clusterStep{
 		{"send", func(m *testMember) error {
 			if err := m.SetPlaintext(PlaintextSend); err != nil {
 				return err
@@ -350,12 +339,7 @@ func TestPlaintextClusterMigratesToEncryption(t *testing.T) {
 		{"accept", func(m *testMember) error { return m.SetPlaintext(PlaintextAccept) }},
 		{"refuse", func(m *testMember) error { return m.SetPlaintext(PlaintextRefuse) }},
 	}
-	for _, step := range steps {
-		for _, m := range members {
-			require.NoError(t, step.do(m), "%s on %s", step.name, m.LocalMember().Name)
-			awaitTraffic(t, m, 3)
-		}
-	}
+	stepInTurn(t, members, steps)
 	for _, m := range members {
 		awaitTraffic(t, m, 3)
 		require.Equal(t, PlaintextRefuse, m.Plaintext())
@@ -597,4 +581,23 @@ func TestRefusalsAreLoggedRateLimited(t *testing.T) {
 	label := logs.FilterMessage("refused: packet whose label is not this cluster's").All()
 	require.Len(t, label, 1)
 	require.Contains(t, label[0].ContextMap()["error"], `"green"`)
+}
+
+// clusterStep is one step of a change made on every member in turn.
+type clusterStep struct {
+	name string
+	do   func(m *testMember) error
+}
+
+// stepInTurn takes each step on every member, one member at a time, each
+// member exchanging a little traffic after its change, before the next
+// step begins: the way an operator rolls a change through a cluster.
+func stepInTurn(t *testing.T, members []*testMember, steps []clusterStep) {
+	t.Helper()
+	for _, step := range steps {
+		for _, m := range members {
+			require.NoError(t, step.do(m), "%s on %s", step.name, m.LocalMember().Name)
+			awaitTraffic(t, m, 3)
+		}
+	}
 }

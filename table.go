@@ -140,6 +140,10 @@ func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte) u
 		r.freeVers = r.freeVers[:n-1]
 	} else {
 		if len(r.verAddr) > maxVersions {
+			// Not reachable from the network: a Machine holds one version
+			// per entry, and MaxMembers keeps its entries below 2^20; only
+			// a simulator sharing a registry among more Machines than that
+			// could get here.
 			panic(fmt.Sprintf("swim: over %d member versions in one registry", maxVersions))
 		}
 		v = uint32(len(r.verAddr))
