@@ -141,38 +141,47 @@ func TestFaultModelChurn(t *testing.T) {
 }
 
 // TestFaultModelPartition: the cluster is cut for 60s (long enough for each
-// side to declare the others dead) into three groups, both ways, or into
-// two groups one way (one side's packets to the other are lost). After the
-// heal the views agree within partitionHealBound.
+// side to declare the others dead, and forget them) into three groups,
+// both ways, or into two groups one way (one side's packets to the other
+// are lost). After the heal the views agree within partitionHealBound, at
+// each of five seeds.
 func TestFaultModelPartition(t *testing.T) {
 	cfg := swim.DefaultLANConfig()
 	for _, mode := range []string{"three groups", "one way"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			s, m := measured(t, 305, 48)
-			switch mode {
-			case "three groups":
-				require.NoError(t, s.Partition(s.names[:16], s.names[16:32], s.names[32:]))
-			case "one way":
-				for _, from := range s.names[:24] {
-					for _, to := range s.names[24:] {
-						require.NoError(t, s.BlockOneWay(from, to))
-					}
-				}
+		for seed := uint64(305); seed < 310; seed++ {
+			t.Run(fmt.Sprintf("%s/seed=%d", mode, seed), func(t *testing.T) {
+				t.Parallel()
+				partitionAndHeal(t, cfg, mode, seed)
+			})
+		}
+	}
+}
+
+// partitionAndHeal cuts a converged cluster as mode says for a minute,
+// heals it and checks that the views agree again in time.
+func partitionAndHeal(t *testing.T, cfg *swim.Config, mode string, seed uint64) {
+	s, m := measured(t, seed, 48)
+	switch mode {
+	case "three groups":
+		require.NoError(t, s.Partition(s.names[:16], s.names[16:32], s.names[32:]))
+	case "one way":
+		for _, from := range s.names[:24] {
+			for _, to := range s.names[24:] {
+				require.NoError(t, s.BlockOneWay(from, to))
 			}
-			s.Run(time.Minute)
-			during := m.Report()
-			s.Heal()
-			s.SetCheckInterval(10 * time.Millisecond)
-			took, ok := s.RunUntilAgree(2 * time.Minute)
-			t.Logf("48 members cut %s for 60s: %d members declared dead meanwhile (%d reports); views agree %v after the heal (bound %v)",
-				mode, during.FalseDeaths, during.FalseDeathEvents, took, partitionHealBound(cfg))
-			require.True(t, ok, "views did not agree within 2 minutes of the heal: %v", s)
-			require.LessOrEqual(t, took, partitionHealBound(cfg), "merge slower than the documented bound")
-			if mode == "three groups" {
-				require.NotZero(t, during.FalseDeaths, "a 60s partition should evict the other sides")
-			}
-		})
+		}
+	}
+	s.Run(time.Minute)
+	during := m.Report()
+	s.Heal()
+	s.SetCheckInterval(10 * time.Millisecond)
+	took, ok := s.RunUntilAgree(2 * time.Minute)
+	t.Logf("48 members cut %s for 60s: %d members declared dead meanwhile (%d reports); views agree %v after the heal (bound %v)",
+		mode, during.FalseDeaths, during.FalseDeathEvents, took, partitionHealBound(cfg))
+	require.True(t, ok, "views did not agree within 2 minutes of the heal: %v", s)
+	require.LessOrEqual(t, took, partitionHealBound(cfg), "merge slower than the documented bound")
+	if mode == "three groups" {
+		require.NotZero(t, during.FalseDeaths, "a 60s partition should evict the other sides")
 	}
 }
 
