@@ -120,6 +120,8 @@ func (r *ringList) at(i int) uint32 {
 		}
 		i -= len(b)
 	}
+	// Every caller passes an index it computed below len (modulo it, or
+	// drawn from IntN(len)); nothing a peer sends reaches i.
 	panic("swim: ring index out of range")
 }
 
