@@ -208,6 +208,13 @@ func (m *Machine) tickGossip(now time.Time) {
 	m.gossip(fanout)
 }
 
+// gossipNow moves the next gossip round to now: news that everyone waits
+// on (a death we declared, our leave).
+func (m *Machine) gossipNow(now time.Time) {
+	m.nextGossip = now
+	m.armAt(timerGossip, now)
+}
+
 // gossip sends pending deltas to fanout random members.
 func (m *Machine) gossip(fanout int) {
 	if m.gossipTargets() == 0 {

@@ -13,12 +13,13 @@
 //
 //   - Core: Machine, the protocol of one member as a pure state machine
 //     (machine.go, lifecycle.go, probe.go, suspicion.go, incarnation.go,
-//     pushpull.go, broadcast.go, table.go, ring.go, health.go), and the
-//     types it reports in (member.go: State, Member, Event). It does no
-//     I/O, reads no
-//     clock, starts no goroutine and draws randomness only from the
-//     *rand.Rand it is given; every input carries now, and every output
-//     (packets, stream exchanges, events, the next deadline) is data.
+//     pushpull.go, broadcast.go, table.go, ring.go, health.go, timers.go),
+//     and the types it reports in (member.go: State, Member, Event). It
+//     does no I/O, reads no clock, starts no goroutine and draws
+//     randomness only from the *rand.Rand it is given; every input
+//     carries now, and every output (packets, stream exchanges, events,
+//     the next deadline) is data. Every pending timeout is an entry in
+//     one queue (timers.go), so NextDeadline is the head of that queue.
 //     TestCoreIsPure checks this on the source.
 //   - Runtime: Memberlist drives one Machine with real time (memberlist.go,
 //     loop.go, stream.go, streamlimits.go, events.go, join.go), seals and

@@ -296,7 +296,7 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 	m.queueBroadcast(name, &wire.Dead{Name: name, Incarnation: inc, From: from, Left: left})
 	if from == m.selfName {
 		m.urgent = true
-		m.nextGossip = now
+		m.gossipNow(now)
 	}
 }
 
@@ -366,13 +366,20 @@ func (m *Machine) setState(now time.Time, s *memberState, state State) {
 		m.ringInsert(s)
 	case !s.live() && wasLive:
 		m.ringRemove(s)
-		m.dead = append(m.dead, deadEntry{id: s.id, since: now})
+		m.appendDead(s, now)
 	case !s.live():
 		// Dead to left: keep the reaping order fair by moving it to the
 		// back, since its time of death moved.
 		m.removeDead(s)
-		m.dead = append(m.dead, deadEntry{id: s.id, since: now})
+		m.appendDead(s, now)
 	}
+}
+
+// appendDead adds s to the dead list, which is in order of death: every
+// entry lives GossipToDeadTime, so the reap timer is armed for the head.
+func (m *Machine) appendDead(s *memberState, now time.Time) {
+	m.dead = append(m.dead, deadEntry{id: s.id, since: now})
+	m.armAt(timerReap, m.dead[0].since.Add(m.cfg.GossipToDeadTime))
 }
 
 func (m *Machine) removeDead(s *memberState) {
@@ -396,12 +403,32 @@ func (m *Machine) reap(now time.Time) {
 		m.removeEntry(s)
 		m.version++
 	}
+	if len(m.dead) > 0 {
+		m.armAt(timerReap, m.dead[0].since.Add(m.cfg.GossipToDeadTime))
+	}
+}
+
+// expireTombs forgets the tombstones older than ReconnectTimeout. They are
+// in order of death, so the timer is armed for the oldest.
+func (m *Machine) expireTombs(now time.Time) {
 	for len(m.tombs) > 0 && !now.Before(m.tombs[0].since.Add(m.cfg.ReconnectTimeout)) {
 		m.popTomb()
 	}
-	if !m.seedsUntil.IsZero() && !now.Before(m.seedsUntil) {
-		m.seeds, m.seedsUntil = nil, time.Time{}
+	if len(m.tombs) > 0 {
+		m.armAt(timerTombs, m.tombs[0].since.Add(m.cfg.ReconnectTimeout))
 	}
+}
+
+// expireSeeds forgets the join seeds ReconnectTimeout after the join.
+func (m *Machine) expireSeeds(now time.Time) {
+	if m.seedsUntil.IsZero() {
+		return
+	}
+	if now.Before(m.seedsUntil) {
+		m.armAt(timerSeeds, m.seedsUntil)
+		return
+	}
+	m.seeds, m.seedsUntil = nil, time.Time{}
 }
 
 // addTomb adds t, first dropping the oldest tombstones while MaxMembers
@@ -413,6 +440,7 @@ func (m *Machine) addTomb(t *tombstone) {
 	}
 	m.dropTomb(t.name)
 	m.tombs = append(m.tombs, t)
+	m.armAt(timerTombs, m.tombs[0].since.Add(m.cfg.ReconnectTimeout))
 	m.tombByName[t.name] = t
 	if !t.left {
 		m.deadTombs++

@@ -31,13 +31,14 @@ func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
 		if addr == m.addrOf(m.self) {
 			continue
 		}
-		if id, ok := m.startPushPull(addr, streamJoin); ok {
+		if id, ok := m.startPushPull(now, addr, streamJoin); ok {
 			ids = append(ids, id)
 		}
 	}
 	if len(seeds) > 0 && m.cfg.ReconnectInterval > 0 {
 		m.seeds = append(m.seeds[:0], seeds...)
 		m.seedsUntil = now.Add(m.cfg.ReconnectTimeout)
+		m.armAt(timerSeeds, m.seedsUntil)
 	}
 	return ids
 }
@@ -56,7 +57,7 @@ func (m *Machine) Leave(now time.Time) error {
 		Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true,
 	})
 	// Send it now rather than at the next gossip slot.
-	m.nextGossip = now
+	m.gossipNow(now)
 	return nil
 }
 

@@ -124,10 +124,9 @@ type machineState struct {
 	selfName string
 
 	// the member table (table.go)
-	reg            *Registry
-	table          []*chunk // entries by name id
-	epoch          time.Time
-	nextHeardSweep time.Time
+	reg   *Registry
+	table []*chunk // entries by name id
+	epoch time.Time
 	// dead holds members declared dead or left that are still in the table,
 	// in the order they died, until GossipToDeadTime passes.
 	dead []deadEntry
@@ -155,7 +154,6 @@ type machineState struct {
 	probes     []*probeRound // in flight; aligned rounds can overlap
 	seq        uint32
 	relays     map[uint32]*relay
-	relayFIFO  []*relay
 	// relayTokens is a token bucket bounding the ping-reqs served: one
 	// token each, maxRelayBurst at most, refilled at maxRelayBurst per
 	// ProbeInterval (probe.go).
@@ -164,9 +162,7 @@ type machineState struct {
 
 	// suspicion (suspicion.go)
 	suspicions  map[string]*suspicion
-	suspHeap    suspicionHeap
 	finalChecks map[uint32]*finalCheck
-	finalFIFO   []*finalCheck
 
 	// dissemination (broadcast.go)
 	bq         *broadcastQueue
@@ -185,10 +181,13 @@ type machineState struct {
 
 	leaveBroadcast *broadcast
 
-	// large push-pulls being applied a slice per Tick (pushpull.go), and
-	// when the last slice was: the next is due at once
-	merges  []*pendingMerge
-	mergeAt time.Time
+	// large push-pulls being applied a slice per Tick (pushpull.go)
+	merges []*pendingMerge
+
+	// every pending timeout (timers.go), and the time each singleton
+	// timer is armed for (zero: not armed)
+	timers timerQueue
+	armed  [timerKinds]time.Time
 
 	health int  // local health score, Lifeguard §IV-A (health.go)
 	urgent bool // widen the next gossip round (a death we declared)
@@ -212,7 +211,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.rng = rng
 	m.reg = reg
 	m.epoch = now
-	m.nextHeardSweep = now.Add(heardSweepEvery)
+	m.armAt(timerHeardSweep, now.Add(heardSweepEvery))
 	m.relays = make(map[uint32]*relay)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
@@ -314,78 +313,6 @@ func (m *Machine) Members() []Member {
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// NextDeadline is when Tick must next be called; zero means no timer is
-// armed. It may be in the past, meaning: now.
-func (m *Machine) NextDeadline() time.Time {
-	var d time.Time
-	earliest := func(t time.Time) {
-		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
-			d = t
-		}
-	}
-	if m.self.state() == StateAlive {
-		earliest(m.nextProbe)
-	}
-	for _, p := range m.probes {
-		if !p.indirect {
-			earliest(p.timeoutAt)
-		}
-		earliest(p.endAt)
-	}
-	if len(m.relayFIFO) > 0 {
-		earliest(m.relayFIFO[0].expires)
-		if m.cfg.Nacks {
-			for _, rl := range m.relayFIFO {
-				if !rl.done && !rl.nacked {
-					earliest(rl.nackAt)
-					break
-				}
-			}
-		}
-	}
-	if len(m.suspHeap) > 0 {
-		earliest(m.suspHeap[0].deadline)
-	}
-	if len(m.finalFIFO) > 0 {
-		earliest(m.nextFinalRetry())
-		earliest(m.finalFIFO[0].expires)
-	}
-	if m.bq.Len() > 0 && m.cfg.GossipInterval > 0 && m.gossipTargets() > 0 {
-		earliest(m.nextGossip)
-	}
-	if m.numOthers() > 0 && m.self.state() == StateAlive {
-		earliest(m.nextPushPull)
-	}
-	if m.self.state() == StateAlive && m.reconnectWanted() {
-		earliest(m.nextReconnect)
-	}
-	if len(m.dead) > 0 {
-		earliest(m.dead[0].since.Add(m.cfg.GossipToDeadTime))
-	}
-	if len(m.tombs) > 0 {
-		earliest(m.tombs[0].since.Add(m.cfg.ReconnectTimeout))
-	}
-	if len(m.merges) > 0 {
-		earliest(m.mergeAt)
-	}
-	return d
-}
-
-// Tick fires every timer due at now.
-func (m *Machine) Tick(now time.Time) {
-	m.expireRelays(now)
-	m.tickProbe(now)
-	m.expireFinalChecks(now) // first: a check it runs again is not retried too
-	m.retryFinalChecks(now)
-	m.expireSuspicions(now)
-	m.tickGossip(now)
-	m.tickPushPull(now)
-	m.tickReconnect(now)
-	m.reap(now)
-	m.sweepHeard(now)
-	m.tickMerges(now)
 }
 
 // HandlePacket processes one received UDP packet from the given address.
@@ -606,6 +533,7 @@ type Stats struct {
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit
 	BroadcastQueueLen            int    // deltas waiting now (a gauge, not a counter)
 	PushPulls, PushPullsFailed   uint64
+	StreamsExpired               uint64 // stream requests whose outcome the driver never reported, failed after twice their Timeout
 	TCPPings, TCPPingsFailed     uint64
 	Reconnects                   uint64
 }

@@ -12,13 +12,11 @@ import (
 // probeRound is the one probe a member runs per protocol period (SWIM §3.1):
 // a direct ping, then indirect pings through k members if it stays silent.
 type probeRound struct {
-	target    *memberState
-	name      string // the target's, to tell whether its entry is still the same member
-	seq       uint32
-	start     time.Time
-	timeoutAt time.Time // direct ping gives up; indirect probes start
-	endAt     time.Time // the period ends; no ack by then means failure
-	indirect  bool
+	target   *memberState
+	name     string // the target's, to tell whether its entry is still the same member
+	seq      uint32
+	start    time.Time
+	indirect bool // the direct ping timed out (timerProbeTimeout)
 	// nacks expected from and received from the ping-req relays
 	// (Lifeguard §IV-A): relays that stay silent point at us.
 	nacksExpected, nacksReceived int
@@ -50,15 +48,13 @@ func (m *Machine) answeredBy(p *probeRound, addr netip.AddrPort) bool {
 	return false
 }
 
-// relay is a ping this member sends on behalf of a ping-req requester.
+// relay is a ping this member sends on behalf of a ping-req requester,
+// in m.relays until its ack is relayed or it expires (timerRelayExpire).
 type relay struct {
 	seq          uint32 // our ping's sequence number
 	target       netip.AddrPort
 	requester    netip.AddrPort
 	requesterSeq uint32
-	nackAt       time.Time // when to tell the requester the target is silent
-	expires      time.Time
-	done         bool
 	nacked       bool
 }
 
@@ -67,22 +63,9 @@ func (m *Machine) nextSeq() uint32 {
 	return m.seq
 }
 
-// tickProbe concludes the probes whose period is over, starts the indirect
-// phase of those whose direct ping timed out, and starts the next probe
-// when it is due.
+// tickProbe starts the next probe when it is due (timerProbe). The probe's
+// own timers start its indirect phase and judge it.
 func (m *Machine) tickProbe(now time.Time) {
-	for i := 0; i < len(m.probes); {
-		p := m.probes[i]
-		if !p.indirect && !now.Before(p.timeoutAt) {
-			m.startIndirect(now, p)
-		}
-		if !now.Before(p.endAt) {
-			m.removeProbe(p)
-			m.probeEnded(now, p)
-			continue
-		}
-		i++
-	}
 	if m.self.state() != StateAlive || now.Before(m.nextProbe) {
 		return
 	}
@@ -91,17 +74,17 @@ func (m *Machine) tickProbe(now time.Time) {
 	if target == nil {
 		return
 	}
-	// Lifeguard §IV-A: an unhealthy member waits longer for acks.
 	p := &probeRound{
 		target:      target,
 		name:        m.nameOf(target),
 		incarnation: target.inc(),
 		seq:         m.nextSeq(),
 		start:       now,
-		timeoutAt:   now.Add(m.scaled(m.cfg.ProbeTimeout)),
-		endAt:       now.Add(m.scaled(m.cfg.ProbeInterval)),
 	}
 	m.probes = append(m.probes, p)
+	// Lifeguard §IV-A: an unhealthy member waits longer for acks.
+	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerProbeTimeout, uint64(p.seq), 0, "")
+	m.after(now.Add(m.scaled(m.cfg.ProbeInterval)), timerProbeEnd, uint64(p.seq), 0, "")
 	m.stats.Probes++
 	m.send(m.addrOf(target), &wire.Ping{Seq: p.seq, Target: p.name, From: m.selfName})
 }
@@ -286,7 +269,7 @@ func (m *Machine) startIndirect(now time.Time, p *probeRound) {
 	if m.cfg.TCPChecks && m.tcpCheckAllowed(p.target) {
 		// In parallel with the indirect probes, for networks that drop
 		// UDP to some members: a TCP connection that answers is alive.
-		p.tcpID = m.startStreamPing(p.target, &wire.Ping{Seq: p.seq, Target: p.name, From: m.selfName}, m.scaled(m.cfg.ProbeInterval-m.cfg.ProbeTimeout))
+		p.tcpID = m.startStreamPing(now, p.target, &wire.Ping{Seq: p.seq, Target: p.name, From: m.selfName}, m.scaled(m.cfg.ProbeInterval-m.cfg.ProbeTimeout))
 	}
 }
 
@@ -306,7 +289,7 @@ func (m *Machine) probeSucceeded(p *probeRound) {
 // was merely lost: success. Otherwise the target becomes suspect, not dead
 // (SWIM §4.2), and our health score rises: by one, or by the nacks that did
 // not come, which say our own link is the problem (Lifeguard §IV-A).
-func (m *Machine) probeEnded(now time.Time, p *probeRound) {
+func (m *Machine) probeEnded(now, due time.Time, p *probeRound) {
 	t := p.target
 	if m.lookup(p.name) != t {
 		// Forgotten while we probed it.
@@ -324,7 +307,7 @@ func (m *Machine) probeEnded(now time.Time, p *probeRound) {
 		return
 	}
 	m.stats.ProbesFailed++
-	if m.lateFor(p.endAt, now) {
+	if m.lateFor(due, now) {
 		// We were not running when the answer was due (health.go): the
 		// silence may be ours.
 		m.stats.ProbesInconclusive++
@@ -448,13 +431,14 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, sender *memb
 		target:       addr,
 		requester:    from,
 		requesterSeq: r.Seq,
-		// Lifeguard §IV-A: the nack goes out at 80% of the probe
-		// timeout, early enough to reach the requester in time.
-		nackAt:  now.Add(m.cfg.ProbeTimeout * 4 / 5),
-		expires: now.Add(m.cfg.ProbeTimeout),
 	}
 	m.relays[rl.seq] = rl
-	m.relayFIFO = append(m.relayFIFO, rl)
+	if m.cfg.Nacks {
+		// Lifeguard §IV-A: the nack goes out at 80% of the probe
+		// timeout, early enough to reach the requester in time.
+		m.after(now.Add(m.cfg.ProbeTimeout*4/5), timerRelayNack, uint64(rl.seq), 0, "")
+	}
+	m.after(now.Add(m.cfg.ProbeTimeout), timerRelayExpire, uint64(rl.seq), 0, "")
 	ping := &wire.Ping{Seq: rl.seq, Target: r.Target, From: m.selfName}
 	if target := m.lookup(r.Target); target == nil || target == m.self || m.addrOf(target) != addr {
 		// A target we do not know there (the requester may well know
@@ -494,7 +478,6 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 			return
 		}
 		delete(m.relays, a.Seq)
-		rl.done = true
 		m.send(rl.requester, &wire.Ack{Seq: rl.requesterSeq})
 	}
 }
@@ -518,43 +501,19 @@ func (m *Machine) handleNack(now time.Time, from netip.AddrPort, n *wire.Nack) {
 	m.stats.AcksRefused++
 }
 
-// expireRelays sends the nacks that are due and forgets relayed pings whose
-// time is up. Relays expire in the order they were made, since they all live
-// ProbeTimeout.
-func (m *Machine) expireRelays(now time.Time) {
-	if m.cfg.Nacks {
-		for _, rl := range m.relayFIFO {
-			if now.Before(rl.nackAt) {
-				break
-			}
-			if !rl.done && !rl.nacked {
-				rl.nacked = true
-				m.stats.NacksSent++
-				m.send(rl.requester, &wire.Nack{Seq: rl.requesterSeq})
-			}
-		}
-	}
-	i := 0
-	for ; i < len(m.relayFIFO); i++ {
-		rl := m.relayFIFO[i]
-		if now.Before(rl.expires) {
-			break
-		}
-		if !rl.done {
-			delete(m.relays, rl.seq)
-		}
-	}
-	if i > 0 {
-		clear(m.relayFIFO[:i])
-		m.relayFIFO = m.relayFIFO[i:]
-	}
+// relayNack tells a ping-req requester that the target has not answered
+// the relay's ping (Lifeguard §IV-A).
+func (m *Machine) relayNack(rl *relay) {
+	rl.nacked = true
+	m.stats.NacksSent++
+	m.send(rl.requester, &wire.Nack{Seq: rl.requesterSeq})
 }
 
 // startStreamPing checks a member over TCP: the ping (with the member's
 // suspicion, if we hold one) goes on a stream, and the member replies with
 // an ack and its current alive, which proves it is the same member at an
 // incarnation we can compare.
-func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping, timeout time.Duration) uint64 {
+func (m *Machine) startStreamPing(now time.Time, target *memberState, ping *wire.Ping, timeout time.Duration) uint64 {
 	frames := make([][]byte, 0, 2)
 	f, err := wire.AppendFrame(nil, ping)
 	if err != nil {
@@ -568,7 +527,7 @@ func (m *Machine) startStreamPing(target *memberState, ping *wire.Ping, timeout 
 		}
 	}
 	m.stats.TCPPings++
-	return m.startStream(m.addrOf(target), streamPing, wire.AppendCompound(nil, frames), timeout)
+	return m.startStream(now, m.addrOf(target), streamPing, wire.AppendCompound(nil, frames), timeout)
 }
 
 // handleStreamPing answers a ping received over TCP with an ack and this
@@ -626,7 +585,7 @@ func (m *Machine) handleStreamPingReply(now time.Time, id uint64, resp []byte, e
 		case *wire.Alive:
 			m.handleAlive(now, msg, mergeGossip)
 		case *wire.Ack:
-			if fc != nil && msg.Seq == fc.seq {
+			if fc != nil && msg.Seq == fc.seq && m.finalChecks[fc.seq] == fc {
 				m.finalCheckAnswered(now, fc)
 			}
 			if probe != nil && msg.Seq == probe.seq && slices.Contains(m.probes, probe) {

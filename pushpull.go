@@ -12,31 +12,52 @@ import (
 
 // startPushPull queues a push-pull with to; it reports false if our state
 // did not encode (a bug, counted).
-func (m *Machine) startPushPull(to netip.AddrPort, kind streamKind) (uint64, bool) {
-	return m.startPushPullWith(to, kind, "")
+func (m *Machine) startPushPull(now time.Time, to netip.AddrPort, kind streamKind) (uint64, bool) {
+	return m.startPushPullWith(now, to, kind, "")
 }
 
 // startPushPullWith is startPushPull to the member named peer, whose
 // tombstone, if we hold one, the exchange carries (see encodeState).
-func (m *Machine) startPushPullWith(to netip.AddrPort, kind streamKind, peer string) (uint64, bool) {
+func (m *Machine) startPushPullWith(now time.Time, to netip.AddrPort, kind streamKind, peer string) (uint64, bool) {
 	data, err := m.encodeState(kind == streamJoin, peer)
 	if err != nil {
 		m.stats.EncodeErrors++
 		return 0, false
 	}
 	m.stats.PushPulls++
-	return m.startStream(to, kind, data, m.cfg.StreamTimeout), true
+	return m.startStream(now, to, kind, data, m.cfg.StreamTimeout), true
 }
 
 // startStream queues a TCP exchange for the driver and remembers its kind
 // until HandleStreamResponse reports the outcome.
-func (m *Machine) startStream(to netip.AddrPort, kind streamKind, data []byte, timeout time.Duration) uint64 {
+func (m *Machine) startStream(now time.Time, to netip.AddrPort, kind streamKind, data []byte, timeout time.Duration) uint64 {
 	m.streamID++
 	id := m.streamID
 	m.streams[id] = pendingStream{kind: kind, to: to}
 	m.out.Streams = append(m.out.Streams, StreamRequest{ID: id, To: to, Data: data, Timeout: timeout})
+	m.after(now.Add(streamExpiry(timeout)), timerStream, id, 0, "")
 	return id
 }
+
+// streamExpiry is how long the Machine waits for the outcome of a stream
+// request with the given Timeout before it counts the exchange as failed
+// (StreamsExpired): twice the Timeout, or the Timeout and a second if that
+// is longer, so that a driver that honours Timeout has always reported
+// first, and one that never reports (a bug, a request dropped on
+// shutdown) leaks nothing.
+func streamExpiry(timeout time.Duration) time.Duration {
+	return timeout + max(timeout, time.Second)
+}
+
+// expireStream fails a stream request whose outcome never came.
+func (m *Machine) expireStream(now time.Time, id uint64) {
+	m.stats.StreamsExpired++
+	_ = m.HandleStreamResponse(now, id, nil, errStreamExpired)
+}
+
+// errStreamExpired is the outcome of a stream request the driver never
+// reported.
+var errStreamExpired = errors.New("swim: stream request expired unanswered")
 
 // encodeState encodes this member's whole view for a push-pull, straight
 // from the table. The table holds less than MaxMembers, which Validate
@@ -210,7 +231,7 @@ func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) (from 
 	mg := &pendingMerge{cursor: pp.Cursor(), from: pp.From, src: src}
 	if !m.mergeSome(now, mg, mergeSlice) {
 		m.merges = append(m.merges, mg)
-		m.mergeAt = now
+		m.armAt(timerMerge, now)
 	}
 	return pp.From, nil
 }
@@ -254,7 +275,6 @@ func (m *Machine) tickMerges(now time.Time) {
 		m.merges[0] = nil
 		m.merges = m.merges[1:]
 	}
-	m.mergeAt = now
 }
 
 // mergeMember applies one member of a peer's view. The views alias the
@@ -332,12 +352,12 @@ func (m *Machine) tickPushPull(now time.Time) {
 		// every member that joined through it since it answered us.
 		m.joinedVia = netip.AddrPort{}
 		if s := m.byAddr(via); s != nil && s.state() == StateAlive {
-			_, _ = m.startPushPull(via, streamPushPull)
+			_, _ = m.startPushPull(now, via, streamPushPull)
 			return
 		}
 	}
 	if peers := m.randomLive(1, nil); len(peers) == 1 {
-		_, _ = m.startPushPull(m.addrOf(peers[0]), streamPushPull)
+		_, _ = m.startPushPull(now, m.addrOf(peers[0]), streamPushPull)
 	}
 }
 
@@ -380,7 +400,7 @@ func (m *Machine) tickReconnect(now time.Time) {
 		for _, addr := range m.seeds {
 			if addr != m.addrOf(m.self) {
 				m.stats.Reconnects++
-				_, _ = m.startPushPull(addr, streamReconnect)
+				_, _ = m.startPushPull(now, addr, streamReconnect)
 			}
 		}
 		return
@@ -415,5 +435,5 @@ func (m *Machine) tickReconnect(now time.Time) {
 	}
 	m.stats.Reconnects++
 	c := candidates[m.rng.IntN(len(candidates))]
-	_, _ = m.startPushPullWith(c.addr, streamReconnect, c.name)
+	_, _ = m.startPushPullWith(now, c.addr, streamReconnect, c.name)
 }

@@ -271,7 +271,7 @@ func TestStreamCompoundOfPushPullsRejectedBeforeDecoding(t *testing.T) {
 				h := newMT(t, mtConfig())
 				h.joinPeers(1, 1)
 				target := h.m.lookup(mtPeer(1))
-				id := h.m.startStreamPing(target, &wire.Ping{Seq: 7, Target: mtPeer(1), From: mtSelf}, time.Second)
+				id := h.m.startStreamPing(h.now, target, &wire.Ping{Seq: 7, Target: mtPeer(1), From: mtSelf}, time.Second)
 				h.m.Ready()
 				measure(t, func() error { return h.m.HandleStreamResponse(h.now, id, msg, nil) })
 				require.Equal(t, uint64(1), h.m.Stats().TCPPingsFailed)

@@ -1,7 +1,6 @@
 package swim
 
 import (
-	"container/heap"
 	"math"
 	"slices"
 	"time"
@@ -29,8 +28,7 @@ type suspicion struct {
 	// probe timeout after it. The decision still comes after the window
 	// (by a fifth of the probe timeout), so a member that resumes from a
 	// pause just inside the tolerance has time to answer.
-	lead  time.Duration
-	index int // in the heap; -1 once removed
+	lead time.Duration
 }
 
 // timeout is max(Min, Max - (Max-Min)·ln(C+1)/ln(K+1)) for C confirmations
@@ -57,38 +55,7 @@ func (s *suspicion) confirm(from string) bool {
 		}
 	}
 	s.confirmers = append(s.confirmers, from)
-	s.deadline = s.start.Add(s.timeout() - s.lead)
 	return true
-}
-
-// suspicionHeap orders suspicions by deadline, ties broken by name so that
-// the order of expiry never depends on map iteration.
-type suspicionHeap []*suspicion
-
-func (h suspicionHeap) Len() int { return len(h) }
-func (h suspicionHeap) Less(i, j int) bool {
-	if !h[i].deadline.Equal(h[j].deadline) {
-		return h[i].deadline.Before(h[j].deadline)
-	}
-	return h[i].name < h[j].name
-}
-func (h suspicionHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-func (h *suspicionHeap) Push(x any) {
-	s := x.(*suspicion)
-	s.index = len(*h)
-	*h = append(*h, s)
-}
-func (h *suspicionHeap) Pop() any {
-	old := *h
-	s := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	s.index = -1
-	return s
 }
 
 // suspicionBounds returns the suspicion timeout with full confirmation
@@ -151,15 +118,13 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 			earlier := anchor.Before(old.start)
 			if earlier {
 				old.start = anchor
-				old.deadline = old.start.Add(old.timeout() - old.lead)
 			}
 			confirmed := old.confirm(from)
 			if earlier || confirmed {
-				heap.Fix(&m.suspHeap, old.index)
+				m.armSuspicion(old)
 			}
 			return confirmed
 		}
-		m.cancelSuspicion(name)
 	}
 	lo, hi := m.suspicionBounds()
 	s := &suspicion{
@@ -174,50 +139,45 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 	if m.cfg.FinalCheck {
 		s.lead = m.cfg.ProbeTimeout * 4 / 5
 	}
-	s.deadline = anchor.Add(s.timeout() - s.lead)
 	m.suspicions[name] = s
-	heap.Push(&m.suspHeap, s)
+	m.armSuspicion(s)
 	return false
 }
 
-// cancelSuspicion stops a member's suspicion timer, if any.
-func (m *Machine) cancelSuspicion(name string) {
-	s, ok := m.suspicions[name]
-	if !ok {
-		return
-	}
-	delete(m.suspicions, name)
-	if s.index >= 0 {
-		heap.Remove(&m.suspHeap, s.index)
-	}
+// armSuspicion (re)computes the suspicion's deadline and arms its timer;
+// a timer armed for an earlier deadline of it no longer matches and is
+// dropped.
+func (m *Machine) armSuspicion(s *suspicion) {
+	s.deadline = s.start.Add(s.timeout() - s.lead)
+	m.after(s.deadline, timerSuspicion, 0, s.incarnation, s.name)
 }
 
-// expireSuspicions handles every suspicion whose timer ran out: it starts
-// the final check, or declares the member dead.
-func (m *Machine) expireSuspicions(now time.Time) {
-	for len(m.suspHeap) > 0 && !now.Before(m.suspHeap[0].deadline) {
-		s := heap.Pop(&m.suspHeap).(*suspicion)
-		delete(m.suspicions, s.name)
-		mem := m.lookup(s.name)
-		if mem == nil || mem.state() != StateSuspect || mem.inc() != s.incarnation {
-			continue
-		}
-		if m.cfg.AnyTrafficHeartbeat && m.heardSince(mem, s.start.Add(time.Millisecond)) {
-			// Geode: the suspect has been heard from since it was
-			// accused, so it is not dead; start over from that moment,
-			// and tell it of the suspicion so it refutes.
-			m.stats.SuspicionsSavedByTraffic++
-			m.startSuspicion(now, s.name, s.incarnation, m.selfName, m.lastHeard(mem, now))
-			m.send(m.addrOf(mem), &wire.Ping{Seq: m.nextSeq(), Target: s.name, From: m.selfName})
-			continue
-		}
-		if m.cfg.FinalCheck {
-			m.startFinalCheck(now, mem, s.accusedBy(m.selfName))
-			continue
-		}
-		m.stats.DeathsDeclared++
-		m.declareDead(now, mem, s.incarnation, m.selfName, false)
+// cancelSuspicion stops a member's suspicion timer, if any.
+func (m *Machine) cancelSuspicion(name string) { delete(m.suspicions, name) }
+
+// expireSuspicion handles a suspicion whose timer ran out: it starts the
+// final check, or declares the member dead.
+func (m *Machine) expireSuspicion(now time.Time, s *suspicion) {
+	delete(m.suspicions, s.name)
+	mem := m.lookup(s.name)
+	if mem == nil || mem.state() != StateSuspect || mem.inc() != s.incarnation {
+		return
 	}
+	if m.cfg.AnyTrafficHeartbeat && m.heardSince(mem, s.start.Add(time.Millisecond)) {
+		// Geode: the suspect has been heard from since it was accused,
+		// so it is not dead; start over from that moment, and tell it of
+		// the suspicion so it refutes.
+		m.stats.SuspicionsSavedByTraffic++
+		m.startSuspicion(now, s.name, s.incarnation, m.selfName, m.lastHeard(mem, now))
+		m.send(m.addrOf(mem), &wire.Ping{Seq: m.nextSeq(), Target: s.name, From: m.selfName})
+		return
+	}
+	if m.cfg.FinalCheck {
+		m.startFinalCheck(now, mem, s.accusedBy(m.selfName))
+		return
+	}
+	m.stats.DeathsDeclared++
+	m.declareDead(now, mem, s.incarnation, m.selfName, false)
 }
 
 // finalCheck is the last direct ping of a suspect before it is declared
@@ -229,24 +189,26 @@ func (m *Machine) expireSuspicions(now time.Time) {
 // reported by anyone but the member (a leave check): a member that did not
 // leave refutes the claim on its ack, one that left answers without a
 // refutation or, once shut down, not at all.
+//
+// A check is in m.finalChecks, by sequence number, until its verdict.
 type finalCheck struct {
 	seq         uint32
 	name        string
 	incarnation uint64
-	retryAt     time.Time // the UDP ping is sent again if still unanswered
-	expires     time.Time
-	done        bool
+	gen         uint64 // how often it was (re)armed: the token of its timers
 	retried     bool
 	leave       bool   // a leave check: the member is reported left at incarnation
 	from        string // a leave check: who reported the leave
 }
 
-// arm (re)starts the check's clock at now: the retry halfway through, the
-// verdict at the end.
-func (fc *finalCheck) arm(now time.Time, timeout time.Duration) {
-	fc.retryAt = now.Add(timeout / 2)
-	fc.expires = now.Add(timeout)
+// armCheck (re)starts a check's clock at now: the UDP ping is sent again
+// halfway through if still unanswered, and the verdict comes at the end.
+func (m *Machine) armCheck(now time.Time, fc *finalCheck) {
+	fc.gen++
 	fc.retried = false
+	timeout := m.cfg.ProbeTimeout
+	m.after(now.Add(timeout/2), timerCheckRetry, uint64(fc.seq), fc.gen, "")
+	m.after(now.Add(timeout), timerCheckExpire, uint64(fc.seq), fc.gen, "")
 }
 
 // ping is the check's ping: every one of them carries the same sequence
@@ -284,19 +246,19 @@ func (fc *finalCheck) claim() wire.Message {
 // report at a higher incarnation replaces it.
 func (m *Machine) startLeaveCheck(now time.Time, mem *memberState, d *wire.Dead) {
 	name := m.nameOf(mem)
-	for _, fc := range m.finalFIFO {
-		if fc.leave && !fc.done && fc.name == name {
+	// At most one leave check per member, so the map's order does not
+	// matter here.
+	for seq, fc := range m.finalChecks {
+		if fc.leave && fc.name == name {
 			if fc.incarnation >= d.Incarnation {
 				return
 			}
-			fc.done = true
-			delete(m.finalChecks, fc.seq)
+			delete(m.finalChecks, seq)
 		}
 	}
 	fc := &finalCheck{seq: m.nextSeq(), name: name, incarnation: d.Incarnation, leave: true, from: d.From}
-	fc.arm(now, m.cfg.ProbeTimeout)
 	m.finalChecks[fc.seq] = fc
-	m.finalFIFO = append(m.finalFIFO, fc)
+	m.armCheck(now, fc)
 	m.stats.LeaveChecks++
 	m.send(m.addrOf(mem), fc.ping(m.selfName))
 }
@@ -318,27 +280,23 @@ func (s *suspicion) accusedBy(name string) bool {
 // facing a connection from every member when it resumes.
 func (m *Machine) startFinalCheck(now time.Time, mem *memberState, accuser bool) {
 	fc := &finalCheck{seq: m.nextSeq(), name: m.nameOf(mem), incarnation: mem.inc()}
-	fc.arm(now, m.cfg.ProbeTimeout)
 	m.finalChecks[fc.seq] = fc
-	m.finalFIFO = append(m.finalFIFO, fc)
+	m.armCheck(now, fc)
 	m.stats.FinalChecks++
 	ping := fc.ping(m.selfName)
 	m.send(m.addrOf(mem), ping)
 	if m.cfg.TCPChecks && accuser && m.tcpCheckAllowed(mem) {
 		// The same check over TCP, for networks that drop UDP or lose
 		// the one packet that matters.
-		m.streamChecks[m.startStreamPing(mem, ping, m.cfg.ProbeTimeout)] = fc
+		m.streamChecks[m.startStreamPing(now, mem, ping, m.cfg.ProbeTimeout)] = fc
 	}
 }
 
-// finalCheckAnswered handles the ack of a final check: the member lives, so
-// its suspicion starts over instead of ending in death. Its refutation,
-// carried on the ack, normally clears the suspicion at once.
+// finalCheckAnswered handles the ack of a final check in progress: the
+// member lives, so its suspicion starts over instead of ending in death.
+// Its refutation, carried on the ack, normally clears the suspicion at
+// once.
 func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
-	if fc.done {
-		return
-	}
-	fc.done = true
 	delete(m.finalChecks, fc.seq)
 	if fc.leave {
 		// Answered without refuting (the refutation, carried on the
@@ -354,74 +312,43 @@ func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
 	}
 }
 
-// retryFinalChecks pings once more, halfway through the check, the
-// suspects that have not answered: a UDP-only check (TCP off, or a member
-// that only relayed the suspicion) otherwise fails whenever the ping or its
-// ack is lost, 10% of the time at 5% loss, and that is a false death.
-func (m *Machine) retryFinalChecks(now time.Time) {
-	for _, fc := range m.finalFIFO {
-		if now.Before(fc.retryAt) {
-			break
-		}
-		if fc.done || fc.retried {
-			continue
-		}
-		fc.retried = true
-		if mem := m.checked(fc); mem != nil {
-			m.send(m.addrOf(mem), fc.ping(m.selfName))
-		}
+// retryCheck pings once more, halfway through the check, a suspect that
+// has not answered: a UDP-only check (TCP off, or a member that only
+// relayed the suspicion) otherwise fails whenever the ping or its ack is
+// lost, 10% of the time at 5% loss, and that is a false death. A retry
+// taken so late that the verdict is due as well is skipped: the verdict
+// pings again if it runs the check again (health.go).
+func (m *Machine) retryCheck(now, due time.Time, fc *finalCheck) {
+	fc.retried = true
+	if !now.Before(due.Add(m.cfg.ProbeTimeout / 2)) {
+		return
+	}
+	if mem := m.checked(fc); mem != nil {
+		m.send(m.addrOf(mem), fc.ping(m.selfName))
 	}
 }
 
-// nextFinalRetry is when retryFinalChecks next has work, zero if never.
-func (m *Machine) nextFinalRetry() time.Time {
-	for _, fc := range m.finalFIFO {
-		if !fc.done && !fc.retried {
-			return fc.retryAt
-		}
-	}
-	return time.Time{}
-}
-
-// expireFinalChecks declares dead the suspects that did not answer their
-// final check. All checks live ProbeTimeout from their (re)start, so they
-// expire in order. A check expired late (health.go) is run again instead,
-// with the same sequence number, so an ack to any of its pings ends it.
-func (m *Machine) expireFinalChecks(now time.Time) {
-	i := 0
-	var again []*finalCheck
-	for ; i < len(m.finalFIFO); i++ {
-		fc := m.finalFIFO[i]
-		if now.Before(fc.expires) {
-			break
-		}
-		if fc.done {
-			continue
-		}
-		mem := m.checked(fc)
-		if mem == nil {
-			delete(m.finalChecks, fc.seq)
-			continue
-		}
-		if m.lateFor(fc.expires, now) {
-			m.stats.FinalChecksExtended++
-			fc.arm(now, m.cfg.ProbeTimeout)
-			again = append(again, fc)
-			m.send(m.addrOf(mem), fc.ping(m.selfName))
-			continue
-		}
+// expireCheck gives the verdict of a check that was not answered (due is
+// when it was due): the suspect is declared dead, the member reported left
+// has left. A check expired late (health.go) is run again instead, with the
+// same sequence number, so that an ack to any of its pings ends it.
+func (m *Machine) expireCheck(now, due time.Time, fc *finalCheck) {
+	mem := m.checked(fc)
+	if mem == nil {
 		delete(m.finalChecks, fc.seq)
-		if fc.leave {
-			m.concludeLeave(now, fc, mem)
-			continue
-		}
-		m.stats.DeathsDeclared++
-		m.declareDead(now, mem, fc.incarnation, m.selfName, false)
+		return
 	}
-	if i > 0 {
-		clear(m.finalFIFO[:i])
-		m.finalFIFO = m.finalFIFO[i:]
+	if m.lateFor(due, now) {
+		m.stats.FinalChecksExtended++
+		m.armCheck(now, fc)
+		m.send(m.addrOf(mem), fc.ping(m.selfName))
+		return
 	}
-	// Restarted now, they expire after every check still waiting.
-	m.finalFIFO = append(m.finalFIFO, again...)
+	delete(m.finalChecks, fc.seq)
+	if fc.leave {
+		m.concludeLeave(now, fc, mem)
+		return
+	}
+	m.stats.DeathsDeclared++
+	m.declareDead(now, mem, fc.incarnation, m.selfName, false)
 }

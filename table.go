@@ -375,12 +375,9 @@ func (m *Machine) lastHeard(s *memberState, now time.Time) time.Time {
 }
 
 // sweepHeard clamps heard times older than heardFloor, so that none drifts
-// toward the wrap; it runs every heardSweepEvery.
+// toward the wrap; it runs every heardSweepEvery (timerHeardSweep).
 func (m *Machine) sweepHeard(now time.Time) {
-	if now.Before(m.nextHeardSweep) {
-		return
-	}
-	m.nextHeardSweep = now.Add(heardSweepEvery)
+	m.armAt(timerHeardSweep, now.Add(heardSweepEvery))
 	floor := m.ms(now) - uint32(heardFloor/time.Millisecond)
 	for _, c := range m.table {
 		if c == nil {
