@@ -324,6 +324,7 @@ func (m *Machine) scheduleFollowUps(now time.Time) {
 	m.joinFollowUps = joinFollowUps
 	if soon := now.Add(m.cfg.ProbeInterval/8 + m.jitter(m.cfg.ProbeInterval/8)); soon.Before(m.nextPushPull) {
 		m.nextPushPull = soon
+		m.armAt(timerPushPull, soon)
 	}
 }
 

@@ -136,15 +136,17 @@ func (m *Machine) armAt(kind timerKind, at time.Time) {
 }
 
 // armPeriodic arms the periodic timers whose work has become possible since
-// they last fired or were dropped (see wanted).
+// they last fired or were dropped (see wanted). One that is armed stays as
+// it is: whatever moves a periodic deadline earlier (gossipNow,
+// scheduleFollowUps) arms it itself.
 func (m *Machine) armPeriodic() {
-	if m.wanted(timerProbe) {
+	if m.armed[timerProbe].IsZero() && m.wanted(timerProbe) {
 		m.armAt(timerProbe, m.nextProbe)
 	}
-	if m.wanted(timerGossip) {
+	if m.armed[timerGossip].IsZero() && m.wanted(timerGossip) {
 		m.armAt(timerGossip, m.nextGossip)
 	}
-	if m.wanted(timerPushPull) {
+	if m.armed[timerPushPull].IsZero() && m.wanted(timerPushPull) {
 		m.armAt(timerPushPull, m.nextPushPull)
 	}
 	if m.armed[timerReconnect].IsZero() && m.wanted(timerReconnect) {
