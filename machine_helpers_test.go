@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"reflect"
-	"slices"
 	"testing"
 	"time"
 
@@ -108,8 +106,10 @@ func (h *mt) join(members ...wire.MemberState) {
 	reply, err := wire.AppendPacket(nil, &wire.PushPull{From: "seed", Members: members})
 	require.NoError(h.t, err)
 	require.NoError(h.t, h.m.HandleStreamResponse(h.now, ids[0], reply, nil))
-	for len(h.m.merges) > 0 { // a large view is merged a slice per Tick
-		h.m.tickMerges(h.now)
+	// A large view is merged a slice per Tick, each due at once.
+	for i := 0; !h.m.NextDeadline().IsZero() && !h.m.NextDeadline().After(h.now); i++ {
+		require.Less(h.t, i, 10000, "the merge does not end")
+		h.m.Tick(h.now)
 	}
 	h.m.Ready()
 }
@@ -193,21 +193,6 @@ func (o mtOut) pings() ([]*wire.Ping, []mtPkt) {
 	return ps, pkts
 }
 
-// pingReqs returns the ping-reqs sent and where they went.
-func (o mtOut) pingReqs() ([]*wire.PingReq, []netip.AddrPort) {
-	var rs []*wire.PingReq
-	var to []netip.AddrPort
-	for _, p := range o.Packets {
-		for _, msg := range p.Msgs {
-			if r, ok := msg.(*wire.PingReq); ok {
-				rs = append(rs, r)
-				to = append(to, p.To)
-			}
-		}
-	}
-	return rs, to
-}
-
 // eventsAbout returns the events about name.
 func (o mtOut) eventsAbout(name string) []Event {
 	var evs []Event
@@ -252,26 +237,6 @@ func deltasAbout(msgs []wire.Message, name string) []wire.Message {
 	return out
 }
 
-// withoutSilence returns msgs with every suspicion's Silence (the age of
-// its anchor, which most tests do not pin) zeroed, copying what it changes.
-func withoutSilence(msgs ...wire.Message) []wire.Message {
-	out := make([]wire.Message, len(msgs))
-	for i, msg := range msgs {
-		if s, ok := msg.(*wire.Suspect); ok {
-			c := *s
-			c.Silence = 0
-			msg = &c
-		}
-		out[i] = msg
-	}
-	return out
-}
-
-// containsMsg reports whether msgs holds a message equal to want.
-func containsMsg(msgs []wire.Message, want wire.Message) bool {
-	return slices.ContainsFunc(msgs, func(m wire.Message) bool { return reflect.DeepEqual(m, want) })
-}
-
 // deltas returns the membership deltas in msgs.
 func deltas(msgs []wire.Message) []wire.Message {
 	var out []wire.Message
@@ -304,18 +269,7 @@ func (p mtPkt) isGossipOnly() bool {
 func (h *mt) piggyback() []wire.Message {
 	h.t.Helper()
 	h.m.Ready()
-	var asker netip.AddrPort
-	h.m.ring.each(func(id uint32) {
-		if s := h.m.entry(id); s != h.m.self && !asker.IsValid() {
-			asker = h.m.addrOf(s)
-		}
-	})
-	for _, d := range h.m.dead {
-		if !asker.IsValid() {
-			asker = h.m.addrOf(h.m.entry(d.id)) // still a member we know
-		}
-	}
-	require.True(h.t, asker.IsValid(), "piggyback needs a member to ask")
+	asker := h.asker()
 	const seq = 0xfeed
 	h.feed(asker, &wire.Ping{Seq: seq, Target: mtSelf, From: "asker"})
 	out := h.ready()
@@ -332,6 +286,24 @@ func (h *mt) piggyback() []wire.Message {
 		require.True(h.t, isDelta(msg), "unexpected %T on an ack", msg)
 	}
 	return found[0].Msgs[1:]
+}
+
+// asker is the address of a member the Machine knows, other than itself:
+// the first live one by name, else the first dead or left one still in
+// its table.
+func (h *mt) asker() netip.AddrPort {
+	h.t.Helper()
+	self := h.m.LocalMember().Name
+	for _, live := range []bool{true, false} {
+		for _, mem := range h.m.Members() {
+			isLive := mem.State == StateAlive || mem.State == StateSuspect
+			if mem.Name != self && isLive == live {
+				return mem.Addr
+			}
+		}
+	}
+	h.t.Fatal("piggyback needs a member to ask")
+	return netip.AddrPort{}
 }
 
 // settle empties the broadcast queue by having the Machine send acks until
