@@ -49,8 +49,8 @@ func inventedPushPull(t *testing.T, n int) []byte {
 }
 
 // TestAttackHugePushPullRefused: a push-pull announcing 2^20 invented
-// members (the wire limit) used to be merged and then crash the member when
-// it encoded its reply. It is refused whole, before anything is merged.
+// members (the wire limit), if merged, would crash the member when it
+// encoded its reply. It is refused whole, before anything is merged.
 func TestAttackHugePushPullRefused(t *testing.T) {
 	h := newMT(t, mtConfig())
 	h.joinPeers(3, 1)
@@ -94,10 +94,11 @@ func TestAttackTableCap(t *testing.T) {
 	require.Equal(t, uint64(1), h.m.Stats().PushPullsRefused)
 }
 
-// TestAttackIncarnationWrap: incarnation 2^64-1 used to make one packet
-// final: a refutation computed seen+1 and wrapped to 0, so Dead{b, max}
-// kept b dead for good and Alive{b, attacker, max} moved b's address to
-// the attacker's for good. Such deltas are implausible and dropped.
+// TestAttackIncarnationWrap: with incarnation 2^64-1 one packet would be
+// final if incarnations wrapped: a refutation computing seen+1 would get 0,
+// so Dead{b, max} would keep b dead for good and Alive{b, attacker, max}
+// would move b's address to the attacker's for good. Such deltas are
+// implausible and dropped.
 func TestAttackIncarnationWrap(t *testing.T) {
 	attacker := netip.MustParseAddrPort("192.0.2.66:7946")
 	t.Run("dead at max about a peer", func(t *testing.T) {
@@ -143,9 +144,10 @@ func TestAttackIncarnationWrap(t *testing.T) {
 }
 
 // TestAttackSpoofedLeave: a leave at a member's current incarnation (any
-// push-pull reveals it) used to mark the member left at once. A leave
-// reported by anyone is now checked with the member itself first: a ping
-// carrying the claim, which a member that did not leave refutes.
+// push-pull reveals it) is easy to forge; applied at once, it would remove
+// the member. A leave reported by anyone is checked with the member itself
+// first: a ping carrying the claim, which a member that did not leave
+// refutes.
 func TestAttackSpoofedLeave(t *testing.T) {
 	leave := &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(1), Left: true}
 	t.Run("spoofed", func(t *testing.T) {
@@ -192,10 +194,10 @@ func TestAttackSpoofedLeave(t *testing.T) {
 	})
 }
 
-// TestAttackAckSpray: sequence numbers used to count up from 0 and any ack
-// with the right one counted, so spraying acks 1..255 kept a crashed member
-// alive. They now start at a random value, and an ack counts only from the
-// probed member or a relay that was asked.
+// TestAttackAckSpray: were sequence numbers to count up from 0 and any ack
+// with the right one to count, spraying acks 1..255 would keep a crashed
+// member alive. They start at a random value, and an ack counts only from
+// the probed member or a relay that was asked.
 func TestAttackAckSpray(t *testing.T) {
 	t.Run("random start", func(t *testing.T) {
 		a, err := NewMachine(mtConfig(), mtSelfAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
@@ -264,9 +266,9 @@ func TestAttackAckSpray(t *testing.T) {
 	})
 }
 
-// TestAttackAmplification: a spoofed ping used to draw a reply carrying
-// every queued delta (a 6-byte ping, a 1,330-byte reply), and a ping-req
-// made a member ping any address for anyone.
+// TestAttackAmplification: a spoofed ping must not draw a reply carrying
+// every queued delta (a 6-byte ping, a 1,330-byte reply), nor a ping-req
+// make a member ping any address for anyone.
 func TestAttackAmplification(t *testing.T) {
 	t.Run("ping from a stranger", func(t *testing.T) {
 		h := newMT(t, mtConfig())
