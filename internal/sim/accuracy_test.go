@@ -637,7 +637,7 @@ func TestAccuracyTCPFallback(t *testing.T) {
 // alone the check (two pings) fails when both exchanges lose a packet
 // (3.6% at 10% loss), so it cuts false deaths without ending them: the
 // test runs twelve seeds and asserts that it saves suspects and leaves
-// fewer false deaths (the last run: 6 off, 1 on, 15 suspects saved).
+// fewer false deaths (6 off, 1 on, 15 suspects saved over the twelve).
 func TestAccuracyFinalCheck(t *testing.T) {
 	run := func(t *testing.T, on bool, seed uint64) (deaths, saved uint64) {
 		s := convergedScenario(t, seed, 64, configWith(func(c *swim.Config) {
