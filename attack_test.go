@@ -50,8 +50,8 @@ func inventedPushPull(t *testing.T, n int) []byte {
 }
 
 // TestAttackHugePushPullRefused: a push-pull announcing 2^20 invented
-// members (the wire limit) used to be merged and then crash the member when
-// it encoded its reply. It is refused whole, before anything is merged.
+// members (the wire limit), if merged, would crash the member when it
+// encoded its reply. It is refused whole, before anything is merged.
 func TestAttackHugePushPullRefused(t *testing.T) {
 	h := newMT(t, mtConfig())
 	h.joinPeers(3, 1)
@@ -95,19 +95,19 @@ func TestAttackTableCap(t *testing.T) {
 	require.Equal(t, uint64(1), h.m.Stats().PushPullsRefused)
 }
 
-// TestAttackIncarnationWrap: a refutation computed seen+1 and wrapped to
-// 0 at 2^64-1, so that one packet made a member dead for good; the next
-// incarnation now saturates. The attack itself, implausible deltas
+// TestAttackIncarnationWrap: a refutation that computed seen+1 would wrap
+// to 0 at 2^64-1, so that one packet made a member dead for good; the next
+// incarnation saturates instead. The attack itself, implausible deltas
 // dropped, is testdata/scenarios/attack_incarnation.txt.
 func TestAttackIncarnationWrap(t *testing.T) {
 	require.Equal(t, uint64(math.MaxUint64), nextIncarnation(math.MaxUint64))
 	require.Equal(t, uint64(8), nextIncarnation(7))
 }
 
-// TestAttackAckSpray: sequence numbers used to count up from 0, so
-// spraying acks 1..255 kept a crashed member alive. They now start at a
-// random value; that an ack counts only from the probed member or an asked
-// relay is testdata/scenarios/attack_acks.txt.
+// TestAttackAckSpray: sequence numbers that counted up from 0 would let
+// anyone spraying acks 1..255 keep a crashed member alive, so they start
+// at a random value; that an ack counts only from the probed member or an
+// asked relay is testdata/scenarios/attack_acks.txt.
 func TestAttackAckSpray(t *testing.T) {
 	a, err := NewMachine(mtConfig(), mtSelfAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
 	require.NoError(t, err)

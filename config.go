@@ -64,8 +64,10 @@ type Config struct {
 	// confirmations shorten it (Lifeguard §IV-B): Max = this·Min. Default 6.
 	SuspicionMaxTimeoutMult int
 	// RetransmitMult sets how many times each delta is piggybacked:
-	// RetransmitMult·max(2, ceil(log10(N+1))); the floor keeps rumors from
-	// dying out in small clusters. Default 4.
+	// RetransmitMult·max(2, ceil(log10(N+1))) for N live members, so at
+	// least 2·RetransmitMult times; the floor keeps rumors from dying out
+	// in clusters of up to 9 members, where the log term is 1. Default 4:
+	// 8 times up to 99 members, 12 up to 999.
 	RetransmitMult int
 	// GossipInterval is how often pending deltas are sent to GossipNodes
 	// random members, besides riding on probes. 0 disables that gossip.

@@ -5,7 +5,11 @@
 // traffic is a heartbeat; a final check before a member is removed).
 //
 // Most users fill a Config (from DefaultLANConfig, DefaultWANConfig or
-// DefaultLocalConfig), call New, Join a few seeds, and react to Events.
+// DefaultLocalConfig), call New, Join a few seeds, and react to Events;
+// Example_quickStart runs three members in one process. The repository's
+// docs/ directory has the configuration guide (tuning.md), the protocol in
+// full (protocol.md), the measured figures (figures.md) and the threat
+// model (security.md).
 //
 // # Layers
 //
@@ -22,9 +26,9 @@
 //     one queue (timers.go), so NextDeadline is the head of that queue.
 //     TestCoreIsPure checks this on the source.
 //   - Runtime: Memberlist drives one Machine with real time (memberlist.go,
-//     loop.go, stream.go, streamlimits.go, events.go, join.go), seals and
-//     opens traffic (security.go, keyring.go), and runs callbacks on a
-//     goroutine of their own. The simulator in internal/sim drives
+//     loop.go, stream.go, streamlimits.go, events.go, queue.go, join.go), seals and opens traffic (security.go,
+//     keyring.go), logs refused traffic at a bounded rate (ratelog.go), and
+//     runs callbacks on a goroutine of their own. The simulator in internal/sim drives
 //     thousands of Machines in virtual time instead.
 //   - Transport: Transport and NetTransport, UDP packets and TCP streams
 //     on one port (transport.go).
@@ -32,9 +36,40 @@
 //     by hand so that every length a peer sends is bounded before anything
 //     is allocated, and the envelope (cluster label, AES-GCM seal).
 //
+// Config (config.go) configures the core and the runtime alike.
+//
+// # How it maps to the papers
+//
+//   - SWIM §3.1, failure detection: each protocol period a member pings one
+//     other; without an ack within ProbeTimeout it asks IndirectChecks
+//     others to ping the target and relay the ack (probe.go).
+//   - SWIM §4.1, dissemination: membership deltas ride on every ping,
+//     ping-req, ack and nack, fewest-sent first, each sent
+//     RetransmitMult·max(2, ceil(log10(N+1))) times (broadcast.go), and are
+//     also gossiped to GossipNodes members every GossipInterval.
+//   - SWIM §4.2, suspicion and incarnations: a failed probe makes its
+//     target suspect, not dead; only a member raises its own incarnation,
+//     to refute (suspicion.go, incarnation.go).
+//   - SWIM §4.3, round-robin target selection, used when AlignedProbing is
+//     off (probe.go).
+//   - Lifeguard §IV-A, local health: a score that rises on failed probes,
+//     missing nacks and refutations of oneself scales a member's probe
+//     interval and timeout (health.go); relays answer a silent target with
+//     a nack.
+//   - Lifeguard §IV-B, dynamic suspicion: the timeout falls from Max toward
+//     Min as independent confirmations arrive (suspicion.go).
+//   - Lifeguard §IV-C, buddy system: a ping to a suspect carries the
+//     suspicion, so it can refute at once (machine.go).
+//   - Geode: any packet from a member is a heartbeat, and a suspect gets a
+//     final check over UDP and TCP before it is declared dead.
+//   - hashicorp/memberlist: push-pull anti-entropy over TCP, join as a
+//     push-pull with each seed, and a TCP ping beside the indirect probes
+//     (pushpull.go, lifecycle.go, probe.go).
+//
 // # Where it departs from the papers
 //
-// Each with its reason; the README's "Where we deviate and why" has more.
+// Each with its reason; docs/protocol.md has the full list and the
+// measurements behind it.
 //
 //   - Aligned probing replaces SWIM §4.3's randomized round-robin: probe
 //     rounds are numbered from the clock on a ring all members share, so

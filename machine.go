@@ -449,8 +449,12 @@ func (m *Machine) emit(to netip.AddrPort, frames [][]byte) {
 }
 
 // retransmitLimit is how many times a delta is piggybacked:
-// RetransmitMult·ceil(log10(N+1)) (memberlist's rule; SWIM §4.1 shows
-// O(log N) rounds suffice).
+// RetransmitMult·max(2, ceil(log10(N+1))), N the live members this one
+// included (memberlist's rule, with a floor; SWIM §4.1 shows O(log N)
+// rounds suffice). The floor matters up to 9 members, where the log term
+// is 1: a delta is still sent 2·RetransmitMult times, so that in a small
+// cluster, where each delta has few carriers, a few lost packets do not end
+// it.
 func (m *Machine) retransmitLimit() int {
 	n := float64(m.NumMembers() + 1)
 	return m.cfg.RetransmitMult * max(2, int(math.Ceil(math.Log10(n))))

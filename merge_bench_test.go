@@ -166,8 +166,8 @@ func pollUntil(d time.Duration, cond func() bool) {
 }
 
 // TestAttackRemoteCrashStream: one TCP push-pull announcing 2^20 invented
-// members used to be merged and then crash the member (its reply did not
-// encode). It is refused, by its size at the default MaxStreamBytes or by
+// members, if merged, would crash the member (its reply would not encode).
+// It is refused, by its size at the default MaxStreamBytes or by
 // its member count when streams that large are allowed, and the member
 // carries on: a newcomer joins through it.
 func TestAttackRemoteCrashStream(t *testing.T) {

@@ -9,7 +9,8 @@ const fifoMinCap = 8
 // and gives its memory back as it drains. The runtime's queues (received
 // packets, events for the handler) are bounded by a configured limit in the
 // thousands but almost always nearly empty; allocating the limit up front,
-// as a buffered channel must, cost every member over 170 KiB for nothing.
+// as a buffered channel must, would cost every member over 170 KiB for
+// nothing.
 // The limit stays the caller's to enforce (len before push).
 //
 // It is not safe for concurrent use; its owner guards it.

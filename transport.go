@@ -399,8 +399,8 @@ func localAddrOfFamily(v4 bool) netip.Addr {
 func (t *NetTransport) readPackets() {
 	defer t.wg.Done()
 	// Sized for the packets this cluster sends (1.4 KiB by default) rather
-	// than for the largest datagram UDP allows: a 64 KiB array here cost
-	// every member 128 KiB of goroutine stack.
+	// than for the largest datagram UDP allows: a 64 KiB array here would
+	// cost every member 128 KiB of goroutine stack.
 	buf := make([]byte, t.readSize)
 	pause := minErrorPause
 	for {

@@ -16,7 +16,38 @@ import (
 // confirmations, buddy pings, any-traffic heartbeats, TCP checks, the final
 // check and the pause tolerance. Where it makes sense a test runs twice,
 // with the mechanism on ("on": the good outcome) and off ("off": the bad
-// outcome really happens), so that it proves the mechanism matters.
+// outcome really happens), so that it proves the mechanism matters, and
+// at several seeds, so that neither outcome is the luck of one run.
+
+// accuracySeeds is how many seeds each accuracy test runs at.
+const accuracySeeds = 5
+
+// eachSeed runs fn at accuracySeeds seeds from first on, as parallel
+// subtests, and returns when every one has ended.
+func eachSeed(t *testing.T, first uint64, fn func(t *testing.T, seed uint64)) {
+	t.Helper()
+	seedRange(t, first, accuracySeeds, fn)
+}
+
+// seedRange runs fn at count seeds from first on, as parallel subtests, and
+// returns when every one has ended.
+func seedRange(t *testing.T, first, count uint64, fn func(t *testing.T, seed uint64)) {
+	t.Helper()
+	t.Run("seeds", func(t *testing.T) {
+		for seed := first; seed < first+count; seed++ {
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+				t.Parallel()
+				fn(t, seed)
+			})
+		}
+	})
+}
+
+// pick is the member of names that seed chooses, never the seed member
+// m0: which member a fault hits should not be the same at every seed.
+func pick(names []string, seed uint64) string {
+	return names[1+int(seed%uint64(len(names)-1))]
+}
 
 // configWith returns LAN defaults changed by mod.
 func configWith(mod func(c *swim.Config)) func(string) *swim.Config {
@@ -130,8 +161,8 @@ func (s *scenario) blockAll(name string, inbound bool) {
 // second, at irregular times, while their timers run on), and we count the
 // false suspicions and false deaths of the healthy members, as seen by any
 // member (the starved ones included), with every accuracy mechanism off and
-// with all on. Lifeguard's claim, which this checks: no false death, and at
-// least ten times fewer false suspicions.
+// with all on. Lifeguard's claim, which this checks at every seed: no false
+// death, and at least ten times fewer false suspicions.
 //
 // The starvation model is the harsh one: timers fire on time while packets
 // wait, as in a process whose packet handling is starved but whose timers
@@ -140,14 +171,13 @@ func (s *scenario) blockAll(name string, inbound bool) {
 // loop, and accuses no one even with every mechanism off.
 func TestAccuracyLifeguardStarvation(t *testing.T) {
 	const (
-		seed    = 31
 		starveN = 4
 		active  = 200 * time.Millisecond
 		period  = time.Second
 	)
-	const n, dur = 100, 10 * time.Minute
+	const n, dur = 100, 5 * time.Minute
 	type outcome struct{ suspicions, rumors, deaths int }
-	run := func(t *testing.T, config func(string) *swim.Config) outcome {
+	run := func(t *testing.T, seed uint64, config func(string) *swim.Config) outcome {
 		s := convergedScenario(t, seed, n, config)
 		starved := s.names[1 : 1+starveN]
 		from := s.Now()
@@ -161,23 +191,15 @@ func TestAccuracyLifeguardStarvation(t *testing.T) {
 		o.deaths = s.deathsOf(from, healthy)
 		return o
 	}
-	var on, off outcome
-	t.Run("mechanisms", func(t *testing.T) {
-		t.Run("off", func(t *testing.T) {
-			t.Parallel()
-			off = run(t, configWith(allMechanismsOff))
-			require.NotZero(t, off.suspicions, "starved members accused nobody: the experiment tests nothing")
-		})
-		t.Run("on", func(t *testing.T) {
-			t.Parallel()
-			on = run(t, lanConfig)
-			require.Zero(t, on.deaths, "a healthy member was declared dead")
-		})
+	eachSeed(t, 31, func(t *testing.T, seed uint64) {
+		off := run(t, seed, configWith(allMechanismsOff))
+		on := run(t, seed, lanConfig)
+		t.Logf("%d members, %d starved (%v of every %v) for %v: false suspicions of healthy members %d off, %d on (accusations %d off, %d on); false deaths %d off, %d on",
+			n, starveN, active, period, dur, off.suspicions, on.suspicions, off.rumors, on.rumors, off.deaths, on.deaths)
+		require.NotZero(t, off.suspicions, "starved members accused nobody: the experiment tests nothing")
+		require.Zero(t, on.deaths, "a healthy member was declared dead")
+		require.LessOrEqual(t, 10*on.suspicions, off.suspicions, "Lifeguard should cut false suspicions at least tenfold")
 	})
-	t.Logf("%d members, %d starved (%v of every %v) for %v, seed %d", n, starveN, active, period, dur, seed)
-	t.Logf("false suspicions of healthy members: %d off, %d on (accusations: %d off, %d on)", off.suspicions, on.suspicions, off.rumors, on.rumors)
-	t.Logf("false deaths of healthy members: %d off, %d on", off.deaths, on.deaths)
-	require.LessOrEqual(t, 10*on.suspicions, off.suspicions, "Lifeguard should cut false suspicions at least tenfold")
 }
 
 // TestAccuracyOneWayLinkFailures: eight members each stop hearing one peer
@@ -195,24 +217,26 @@ func TestAccuracyOneWayLinkFailures(t *testing.T) {
 			if !indirect {
 				config = configWith(func(c *swim.Config) { c.IndirectChecks = 0 })
 			}
-			s := convergedScenario(t, 41, 40, config)
-			from := s.Now()
-			for i := range 8 {
-				member, peer := s.names[1+2*i], s.names[20+2*i]
-				require.NoError(t, s.BlockOneWay(peer, member))
-			}
-			s.Run(5 * time.Minute)
-			sus, rumors := s.suspicionsOf(from, s.names)
-			deaths := s.deathsOf(from, s.names)
-			t.Logf("five minutes: %d suspect events (%d accusations), %d deaths", sus, rumors, deaths)
-			require.Zero(t, deaths, "a member was declared dead over a one-way link failure")
-			if indirect {
-				require.Zero(t, sus, "a member was suspected over a one-way link failure")
-			} else {
-				require.NotZero(t, sus, "without indirect probes the one-way failures should raise suspicions")
-			}
-			s.Heal()
-			require.True(t, s.RunUntil(s.converged, time.Minute), "views differ after the links healed: %v", s)
+			eachSeed(t, 41, func(t *testing.T, seed uint64) {
+				s := convergedScenario(t, seed, 40, config)
+				from := s.Now()
+				for i := range 8 {
+					member, peer := s.names[1+2*i], s.names[20+2*i]
+					require.NoError(t, s.BlockOneWay(peer, member))
+				}
+				s.Run(5 * time.Minute)
+				sus, rumors := s.suspicionsOf(from, s.names)
+				deaths := s.deathsOf(from, s.names)
+				t.Logf("five minutes: %d suspect events (%d accusations), %d deaths", sus, rumors, deaths)
+				require.Zero(t, deaths, "a member was declared dead over a one-way link failure")
+				if indirect {
+					require.Zero(t, sus, "a member was suspected over a one-way link failure")
+				} else {
+					require.NotZero(t, sus, "without indirect probes the one-way failures should raise suspicions")
+				}
+				s.Heal()
+				require.True(t, s.RunUntil(s.converged, time.Minute), "views differ after the links healed: %v", s)
+			})
 		})
 	}
 }
@@ -280,41 +304,43 @@ func TestAccuracyLocalHealth(t *testing.T) {
 			if !on {
 				config = configWith(func(c *swim.Config) { c.AwarenessMaxMultiplier = 1 })
 			}
-			s := convergedScenario(t, 61, 16, config)
-			victim := "m5"
-			healthy := without(s.names, victim)
-			probes := func(name string) uint64 { return s.machine(name).Stats().Probes }
-			before := map[string]uint64{}
-			for _, name := range s.names {
-				before[name] = probes(name)
-			}
-			require.NoError(t, s.Isolate(victim))
-			victimMax, healthyMax, raised := 0, 0, ""
-			s.runSampling(30*time.Second, 100*time.Millisecond, func() {
-				victimMax = max(victimMax, s.machine(victim).HealthScore())
-				for _, name := range healthy {
-					if h := s.machine(name).HealthScore(); h > healthyMax {
-						healthyMax = h
-						raised = fmt.Sprintf("%s's score rose to %d at +%v (stats %+v)", name, h, s.Elapsed(), s.machine(name).Stats())
-					}
+			eachSeed(t, 61, func(t *testing.T, seed uint64) {
+				s := convergedScenario(t, seed, 16, config)
+				victim := pick(s.names, seed)
+				healthy := without(s.names, victim)
+				probes := func(name string) uint64 { return s.machine(name).Stats().Probes }
+				before := map[string]uint64{}
+				for _, name := range s.names {
+					before[name] = probes(name)
 				}
+				require.NoError(t, s.Isolate(victim))
+				victimMax, healthyMax, raised := 0, 0, ""
+				s.runSampling(30*time.Second, 100*time.Millisecond, func() {
+					victimMax = max(victimMax, s.machine(victim).HealthScore())
+					for _, name := range healthy {
+						if h := s.machine(name).HealthScore(); h > healthyMax {
+							healthyMax = h
+							raised = fmt.Sprintf("%s's score rose to %d at +%v (stats %+v)", name, h, s.Elapsed(), s.machine(name).Stats())
+						}
+					}
+				})
+				victimProbes := probes(victim) - before[victim]
+				healthyProbes := probes(healthy[0]) - before[healthy[0]]
+				t.Logf("30s cut off: health up to %d, %d probes (a healthy member: %d); healthy members' health up to %d",
+					victimMax, victimProbes, healthyProbes, healthyMax)
+				if on {
+					limit := swim.DefaultLANConfig().AwarenessMaxMultiplier - 1
+					require.Equal(t, limit, victimMax, "the cut-off member's health score should saturate")
+					require.Less(t, 3*victimProbes, healthyProbes, "the cut-off member should probe less often")
+					s.Heal()
+					require.True(t, s.RunUntil(func() bool { return s.machine(victim).HealthScore() == 0 }, 2*time.Minute),
+						"the health score did not recover after the cut healed: %v", s)
+				} else {
+					require.Zero(t, victimMax)
+					require.GreaterOrEqual(t, 10*victimProbes, 9*healthyProbes, "without local health the cut-off member probes as often as anyone")
+				}
+				require.Zero(t, healthyMax, raised)
 			})
-			victimProbes := probes(victim) - before[victim]
-			healthyProbes := probes(healthy[0]) - before[healthy[0]]
-			t.Logf("30s cut off: health up to %d, %d probes (a healthy member: %d); healthy members' health up to %d",
-				victimMax, victimProbes, healthyProbes, healthyMax)
-			if on {
-				limit := swim.DefaultLANConfig().AwarenessMaxMultiplier - 1
-				require.Equal(t, limit, victimMax, "the cut-off member's health score should saturate")
-				require.Less(t, 3*victimProbes, healthyProbes, "the cut-off member should probe less often")
-				s.Heal()
-				require.True(t, s.RunUntil(func() bool { return s.machine(victim).HealthScore() == 0 }, 2*time.Minute),
-					"the health score did not recover after the cut healed: %v", s)
-			} else {
-				require.Zero(t, victimMax)
-				require.GreaterOrEqual(t, 10*victimProbes, 9*healthyProbes, "without local health the cut-off member probes as often as anyone")
-			}
-			require.Zero(t, healthyMax, raised)
 		})
 	}
 }
@@ -331,49 +357,51 @@ func TestAccuracyNacks(t *testing.T) {
 			if !on {
 				config = configWith(func(c *swim.Config) { c.Nacks = false })
 			}
-			s := convergedScenario(t, 71, 16, config)
-			victim := "m9"
-			survivors := without(s.names, victim)
-			require.NoError(t, s.Crash(victim))
-			healthMax := 0
-			for !s.allSee(survivors, []string{victim}, swim.StateDead) {
-				require.Less(t, s.Elapsed(), 10*time.Minute, "crash never detected: %v", s)
-				s.Run(50 * time.Millisecond)
-				for _, name := range survivors {
-					healthMax = max(healthMax, s.machine(name).HealthScore())
+			eachSeed(t, 71, func(t *testing.T, seed uint64) {
+				s := convergedScenario(t, seed, 16, config)
+				victim := pick(s.names, seed)
+				survivors := without(s.names, victim)
+				require.NoError(t, s.Crash(victim))
+				healthMax := 0
+				for !s.allSee(survivors, []string{victim}, swim.StateDead) {
+					require.Less(t, s.Elapsed(), 10*time.Minute, "crash never detected: %v", s)
+					s.Run(50 * time.Millisecond)
+					for _, name := range survivors {
+						healthMax = max(healthMax, s.machine(name).HealthScore())
+					}
 				}
-			}
-			nacks := s.sumStats(survivors, func(st swim.Stats) uint64 { return st.NacksReceived })
-			failed := s.sumStats(survivors, func(st swim.Stats) uint64 { return st.ProbesFailed })
-			t.Logf("crash detected: %d failed probes, %d nacks received, survivors' health up to %d", failed, nacks, healthMax)
-			require.NotZero(t, failed)
+				nacks := s.sumStats(survivors, func(st swim.Stats) uint64 { return st.NacksReceived })
+				failed := s.sumStats(survivors, func(st swim.Stats) uint64 { return st.ProbesFailed })
+				t.Logf("crash detected: %d failed probes, %d nacks received, survivors' health up to %d", failed, nacks, healthMax)
+				require.NotZero(t, failed)
 
-			// A member cut off from everyone: its first failed probes.
-			cut := "m3"
-			m := s.machine(cut)
-			require.True(t, s.RunUntil(func() bool { return m.HealthScore() == 0 }, time.Minute), "%v", s)
-			require.NoError(t, s.Isolate(cut))
-			failedBefore, raisedBefore := m.Stats().ProbesFailed, m.Stats().SuspicionsRaised
-			require.True(t, s.RunUntil(func() bool { return m.Stats().ProbesFailed > failedBefore }, time.Minute), "%v", s)
-			failedCut := int(m.Stats().ProbesFailed - failedBefore)
-			t.Logf("cut-off member after %d failed probe(s): health %d, %d nacks missing", failedCut, m.HealthScore(), m.Stats().NacksMissing)
+				// A member cut off from everyone: its first failed probes.
+				cut := pick(survivors, seed+7)
+				m := s.machine(cut)
+				require.True(t, s.RunUntil(func() bool { return m.HealthScore() == 0 }, time.Minute), "%v", s)
+				require.NoError(t, s.Isolate(cut))
+				failedBefore, raisedBefore := m.Stats().ProbesFailed, m.Stats().SuspicionsRaised
+				require.True(t, s.RunUntil(func() bool { return m.Stats().ProbesFailed > failedBefore }, time.Minute), "%v", s)
+				failedCut := int(m.Stats().ProbesFailed - failedBefore)
+				t.Logf("cut-off member after %d failed probe(s): health %d, %d nacks missing", failedCut, m.HealthScore(), m.Stats().NacksMissing)
 
-			if on {
-				require.NotZero(t, nacks, "relays sent no nacks")
-				require.Zero(t, healthMax, "nacks should keep the requesters' health at 0")
-				require.Equal(t, min(failedCut*swim.DefaultLANConfig().IndirectChecks, swim.DefaultLANConfig().AwarenessMaxMultiplier-1),
-					m.HealthScore(), "one point per missing nack")
-				require.NotZero(t, m.Stats().NacksMissing)
-				// Every nack missing: the cut-off member blames itself and
-				// accuses no one.
-				require.NotZero(t, m.Stats().SuspicionsWithheld)
-				require.Zero(t, m.Stats().SuspicionsRaised-raisedBefore, "a member that heard no relay accused someone")
-				return
-			}
-			require.Zero(t, nacks)
-			require.NotZero(t, m.Stats().SuspicionsRaised-raisedBefore, "without nacks the cut-off member accuses its targets")
-			require.NotZero(t, healthMax, "without nacks, probing a crashed member should cost health")
-			require.Equal(t, failedCut, m.HealthScore(), "one point per failed probe")
+				if on {
+					require.NotZero(t, nacks, "relays sent no nacks")
+					require.Zero(t, healthMax, "nacks should keep the requesters' health at 0")
+					require.Equal(t, min(failedCut*swim.DefaultLANConfig().IndirectChecks, swim.DefaultLANConfig().AwarenessMaxMultiplier-1),
+						m.HealthScore(), "one point per missing nack")
+					require.NotZero(t, m.Stats().NacksMissing)
+					// Every nack missing: the cut-off member blames itself and
+					// accuses no one.
+					require.NotZero(t, m.Stats().SuspicionsWithheld)
+					require.Zero(t, m.Stats().SuspicionsRaised-raisedBefore, "a member that heard no relay accused someone")
+					return
+				}
+				require.Zero(t, nacks)
+				require.NotZero(t, m.Stats().SuspicionsRaised-raisedBefore, "without nacks the cut-off member accuses its targets")
+				require.NotZero(t, healthMax, "without nacks, probing a crashed member should cost health")
+				require.Equal(t, failedCut, m.HealthScore(), "one point per failed probe")
+			})
 		})
 	}
 }
@@ -395,72 +423,74 @@ func TestAccuracyConfirmations(t *testing.T) {
 				config = configWith(func(c *swim.Config) { c.SuspicionMaxTimeoutMult = 1 })
 			}
 
-			// Many accusers: a crash.
-			s := convergedScenario(t, 81, 16, config)
-			victim := "m6"
-			crash := s.Now()
-			require.NoError(t, s.Crash(victim))
-			ok := s.RunUntil(func() bool { return len(s.Log().Since(crash).About(victim).Kind(swim.EventLeave)) > 0 }, 2*maxT)
-			require.True(t, ok, "crash never declared dead: %v", s)
-			firstDead := s.Now().Sub(crash)
-			t.Logf("crash: first declared dead after %v (Min %v, Max %v)", firstDead, minT, maxT)
-			require.Less(t, firstDead, minT+4*time.Second, "confirmations should bring a crash down to about Min")
+			eachSeed(t, 81, func(t *testing.T, seed uint64) {
+				// Many accusers: a crash.
+				s := convergedScenario(t, seed, 16, config)
+				victim := pick(s.names, seed)
+				crash := s.Now()
+				require.NoError(t, s.Crash(victim))
+				ok := s.RunUntil(func() bool { return len(s.Log().Since(crash).About(victim).Kind(swim.EventLeave)) > 0 }, 2*maxT)
+				require.True(t, ok, "crash never declared dead: %v", s)
+				firstDead := s.Now().Sub(crash)
+				t.Logf("crash: first declared dead after %v (Min %v, Max %v)", firstDead, minT, maxT)
+				require.Less(t, firstDead, minT+4*time.Second, "confirmations should bring a crash down to about Min")
 
-			// One accuser: it hears nobody, so nobody confirms its
-			// suspicions, and the suspects' refutations do not reach it.
-			// Nacks are off here: with them, a member that hears no relay
-			// accuses no one at all (TestAccuracyNacks).
-			noNacks := func(name string) *swim.Config {
-				c := config(name)
-				c.Nacks = false
-				return c
-			}
-			s = convergedScenario(t, 82, 16, noNacks)
-			accuser := "m4"
-			from := s.Now()
-			s.blockAll(accuser, true)
-			ok = s.RunUntil(func() bool { return len(s.Log().Since(from).By(accuser).Kind(swim.EventLeave)) > 0 }, 2*maxT)
-			require.True(t, ok, "the lone accuser never declared anyone dead: %v", s)
-			dead, _ := s.Log().Since(from).By(accuser).Kind(swim.EventLeave).First()
-			suspected, ok := s.Log().Since(from).By(accuser).Kind(swim.EventSuspect).About(dead.Event.Member.Name).First()
-			require.True(t, ok)
-			lasted := dead.At.Sub(suspected.At)
-			t.Logf("lone accuser: suspicion of %s lasted %v", dead.Event.Member.Name, lasted)
-			if on {
-				require.Greater(t, lasted, maxT-2*time.Second, "an unconfirmed suspicion should last about Max")
-			} else {
-				require.Less(t, lasted, minT+2*time.Second, "without confirmations every suspicion lasts Min")
-			}
-
-			// One accuser, repeated: three copies of one suspicion, as
-			// gossip delivers them, are one accusation; three accusers
-			// are a full confirmation. The observer hears nobody else.
-			for _, accusers := range [][]string{{"m1", "m1", "m1"}, {"m1", "m2", "m3"}} {
-				s = convergedScenario(t, 83, 16, config)
-				observer, suspect := "m10", "m11"
-				s.blockAll(observer, true)
-				inc := s.machine(suspect).LocalMember().Incarnation
+				// One accuser: it hears nobody, so nobody confirms its
+				// suspicions, and the suspects' refutations do not reach it.
+				// Nacks are off here: with them, a member that hears no relay
+				// accuses no one at all (TestAccuracyNacks).
+				noNacks := func(name string) *swim.Config {
+					c := config(name)
+					c.Nacks = false
+					return c
+				}
+				s = convergedScenario(t, seed, 16, noNacks)
+				accuser := pick(s.names, seed+5)
 				from := s.Now()
-				for i, a := range accusers {
-					s.inject(observer, s.names[12+i], &wire.Suspect{Name: suspect, Incarnation: inc, From: a})
+				s.blockAll(accuser, true)
+				ok = s.RunUntil(func() bool { return len(s.Log().Since(from).By(accuser).Kind(swim.EventLeave)) > 0 }, 2*maxT)
+				require.True(t, ok, "the lone accuser never declared anyone dead: %v", s)
+				dead, _ := s.Log().Since(from).By(accuser).Kind(swim.EventLeave).First()
+				suspected, ok := s.Log().Since(from).By(accuser).Kind(swim.EventSuspect).About(dead.Event.Member.Name).First()
+				require.True(t, ok)
+				lasted := dead.At.Sub(suspected.At)
+				t.Logf("lone accuser: suspicion of %s lasted %v", dead.Event.Member.Name, lasted)
+				if on {
+					require.Greater(t, lasted, maxT-2*time.Second, "an unconfirmed suspicion should last about Max")
+				} else {
+					require.Less(t, lasted, minT+2*time.Second, "without confirmations every suspicion lasts Min")
 				}
-				ok := s.RunUntil(func() bool {
-					return len(s.Log().Since(from).By(observer).About(suspect).Kind(swim.EventLeave)) > 0
-				}, 2*maxT)
-				require.True(t, ok, "%s never declared %s dead: %v", observer, suspect, s)
-				took := s.Now().Sub(from)
-				t.Logf("accusers %v: %s declared %s dead after %v", accusers, observer, suspect, took)
-				switch {
-				case !on:
-					require.Less(t, took, minT+2*time.Second)
-				case accusers[0] == accusers[1]:
-					// The observer's own failed probe of the suspect
-					// may confirm once: Max - (Max-Min)·ln 2/ln 3.
-					require.Greater(t, took, minT+(maxT-minT)/3, "duplicates from one accuser were counted as confirmations")
-				default:
-					require.Less(t, took, minT+2*time.Second, "three accusers should bring the timeout down to Min")
+
+				// One accuser, repeated: three copies of one suspicion, as
+				// gossip delivers them, are one accusation; three accusers
+				// are a full confirmation. The observer hears nobody else.
+				for _, accusers := range [][]string{{"m1", "m1", "m1"}, {"m1", "m2", "m3"}} {
+					s = convergedScenario(t, seed, 16, config)
+					observer, suspect := "m10", "m11"
+					s.blockAll(observer, true)
+					inc := s.machine(suspect).LocalMember().Incarnation
+					from := s.Now()
+					for i, a := range accusers {
+						s.inject(observer, s.names[12+i], &wire.Suspect{Name: suspect, Incarnation: inc, From: a})
+					}
+					ok := s.RunUntil(func() bool {
+						return len(s.Log().Since(from).By(observer).About(suspect).Kind(swim.EventLeave)) > 0
+					}, 2*maxT)
+					require.True(t, ok, "%s never declared %s dead: %v", observer, suspect, s)
+					took := s.Now().Sub(from)
+					t.Logf("accusers %v: %s declared %s dead after %v", accusers, observer, suspect, took)
+					switch {
+					case !on:
+						require.Less(t, took, minT+2*time.Second)
+					case accusers[0] == accusers[1]:
+						// The observer's own failed probe of the suspect
+						// may confirm once: Max - (Max-Min)·ln 2/ln 3.
+						require.Greater(t, took, minT+(maxT-minT)/3, "duplicates from one accuser were counted as confirmations")
+					default:
+						require.Less(t, took, minT+2*time.Second, "three accusers should bring the timeout down to Min")
+					}
 				}
-			}
+			})
 		})
 	}
 }
@@ -487,35 +517,37 @@ func TestAccuracyBuddyPing(t *testing.T) {
 				c.BuddyPing = on
 				return c
 			}
-			s := convergedScenario(t, 91, 8, config)
-			s.Run(10 * time.Second) // the join's early exchanges are over
-			inc := s.machine(suspect).LocalMember().Incarnation
-			// The prober hears the suspicion while everything it sends
-			// is lost, until its gossip of it has run out (one round);
-			// its probes are not hurt: their ping-reqs go out later.
-			s.blockAll(prober, false)
-			s.inject(prober, accuser, &wire.Suspect{Name: suspect, Incarnation: inc, From: accuser})
-			from := s.Now()
-			s.Run(300 * time.Millisecond)
-			s.Heal()
-			got, _ := s.view(prober, suspect)
-			require.Equal(t, swim.StateSuspect, got.State)
-
-			s.Run(20 * time.Second)
-			refutations := s.machine(suspect).Stats().Refutations
-			got, _ = s.view(prober, suspect)
-			sus, _ := s.suspicionsOf(from, []string{suspect})
-			t.Logf("after 20s: %s refuted %d times, %s sees it %v; %d suspect events about it", suspect, refutations, prober, got.State, sus)
-			if !on {
-				require.Zero(t, refutations, "the suspect learned of the suspicion without a buddy ping")
+			eachSeed(t, 91, func(t *testing.T, seed uint64) {
+				s := convergedScenario(t, seed, 8, config)
+				s.Run(10 * time.Second) // the join's early exchanges are over
+				inc := s.machine(suspect).LocalMember().Incarnation
+				// The prober hears the suspicion while everything it sends
+				// is lost, until its gossip of it has run out (one round);
+				// its probes are not hurt: their ping-reqs go out later.
+				s.blockAll(prober, false)
+				s.inject(prober, accuser, &wire.Suspect{Name: suspect, Incarnation: inc, From: accuser})
+				from := s.Now()
+				s.Run(300 * time.Millisecond)
+				s.Heal()
+				got, _ := s.view(prober, suspect)
 				require.Equal(t, swim.StateSuspect, got.State)
-				return
-			}
-			require.NotZero(t, refutations, "the suspect did not refute")
-			require.Equal(t, swim.StateAlive, got.State)
-			require.Greater(t, got.Incarnation, inc)
-			s.Run(time.Minute)
-			require.Zero(t, s.deathsOf(from, []string{suspect}))
+
+				s.Run(20 * time.Second)
+				refutations := s.machine(suspect).Stats().Refutations
+				got, _ = s.view(prober, suspect)
+				sus, _ := s.suspicionsOf(from, []string{suspect})
+				t.Logf("after 20s: %s refuted %d times, %s sees it %v; %d suspect events about it", suspect, refutations, prober, got.State, sus)
+				if !on {
+					require.Zero(t, refutations, "the suspect learned of the suspicion without a buddy ping")
+					require.Equal(t, swim.StateSuspect, got.State)
+					return
+				}
+				require.NotZero(t, refutations, "the suspect did not refute")
+				require.Equal(t, swim.StateAlive, got.State)
+				require.Greater(t, got.Incarnation, inc)
+				s.Run(time.Minute)
+				require.Zero(t, s.deathsOf(from, []string{suspect}))
+			})
 		})
 	}
 }
@@ -532,24 +564,26 @@ func TestAccuracyAnyTrafficHeartbeat(t *testing.T) {
 			if !on {
 				config = configWith(func(c *swim.Config) { c.AnyTrafficHeartbeat = false })
 			}
-			s := convergedScenario(t, 101, 2, config)
-			require.NoError(t, s.SetLinkLatency("m1", "m0", ConstantLatency(1500*time.Millisecond)))
-			s.Run(5 * time.Second) // the packets sent before, fast, are in
-			from := s.Now()
-			before := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.ProbesFailed })
-			s.Run(time.Minute)
-			failed := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.ProbesFailed }) - before
-			saved := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.ProbesSavedByTraffic })
-			sus, _ := s.suspicionsOf(from, s.names)
-			t.Logf("in a minute: %d probes failed, %d saved by traffic, %d suspicions", failed, saved, sus)
-			if on {
-				require.NotZero(t, saved)
-				require.Zero(t, failed)
-				require.Zero(t, sus)
-				return
-			}
-			require.Zero(t, saved)
-			require.NotZero(t, sus, "without the heartbeat rule the late acks should cause suspicions")
+			eachSeed(t, 101, func(t *testing.T, seed uint64) {
+				s := convergedScenario(t, seed, 2, config)
+				require.NoError(t, s.SetLinkLatency("m1", "m0", ConstantLatency(1500*time.Millisecond)))
+				s.Run(5 * time.Second) // the packets sent before, fast, are in
+				from := s.Now()
+				before := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.ProbesFailed })
+				s.Run(time.Minute)
+				failed := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.ProbesFailed }) - before
+				saved := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.ProbesSavedByTraffic })
+				sus, _ := s.suspicionsOf(from, s.names)
+				t.Logf("in a minute: %d probes failed, %d saved by traffic, %d suspicions", failed, saved, sus)
+				if on {
+					require.NotZero(t, saved)
+					require.Zero(t, failed)
+					require.Zero(t, sus)
+					return
+				}
+				require.Zero(t, saved)
+				require.NotZero(t, sus, "without the heartbeat rule the late acks should cause suspicions")
+			})
 		})
 	}
 }
@@ -570,22 +604,24 @@ func TestAccuracyTCPFallback(t *testing.T) {
 					c.TCPCheckFilter = func(name string) bool { return name != target }
 				}
 			})
-			s := convergedScenario(t, 111, 12, config)
-			for _, o := range without(s.names, target) {
-				require.NoError(t, s.SetLinkLoss(o, target, 1))
-			}
-			from := s.Now()
-			s.Run(2 * time.Minute)
-			sus, _ := s.suspicionsOf(from, []string{target})
-			saved := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.TCPProbesSaved })
-			t.Logf("UDP to %s lost for 2 minutes: %d suspect events about it, %d probes saved over TCP", target, sus, saved)
-			if mode == "on" {
-				require.NotZero(t, saved)
-				require.Zero(t, sus, "%s was suspected although it answers over TCP", target)
-				require.Zero(t, s.deathsOf(from, s.names))
-				return
-			}
-			require.NotZero(t, sus, "%s, unreachable over UDP, should be suspected without TCP checks", target)
+			eachSeed(t, 111, func(t *testing.T, seed uint64) {
+				s := convergedScenario(t, seed, 12, config)
+				for _, o := range without(s.names, target) {
+					require.NoError(t, s.SetLinkLoss(o, target, 1))
+				}
+				from := s.Now()
+				s.Run(2 * time.Minute)
+				sus, _ := s.suspicionsOf(from, []string{target})
+				saved := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.TCPProbesSaved })
+				t.Logf("UDP to %s lost for 2 minutes: %d suspect events about it, %d probes saved over TCP", target, sus, saved)
+				if mode == "on" {
+					require.NotZero(t, saved)
+					require.Zero(t, sus, "%s was suspected although it answers over TCP", target)
+					require.Zero(t, s.deathsOf(from, s.names))
+					return
+				}
+				require.NotZero(t, sus, "%s, unreachable over UDP, should be suspected without TCP checks", target)
+			})
 		})
 	}
 }
@@ -601,9 +637,9 @@ func TestAccuracyTCPFallback(t *testing.T) {
 // alone the check (two pings) fails when both exchanges lose a packet
 // (3.6% at 10% loss), so it cuts false deaths without ending them: the
 // test runs twelve seeds and asserts that it saves suspects and leaves
-// fewer false deaths (the last run: 6 off, 1 on, 15 suspects saved).
+// fewer false deaths (6 off, 1 on, 15 suspects saved over the twelve).
 func TestAccuracyFinalCheck(t *testing.T) {
-	run := func(on bool, seed uint64) (deaths, saved uint64) {
+	run := func(t *testing.T, on bool, seed uint64) (deaths, saved uint64) {
 		s := convergedScenario(t, seed, 64, configWith(func(c *swim.Config) {
 			c.TCPChecks = false
 			c.AnyTrafficHeartbeat = false
@@ -617,12 +653,18 @@ func TestAccuracyFinalCheck(t *testing.T) {
 		require.True(t, s.RunUntil(s.converged, time.Minute), "views differ after the loss ended: %v", s)
 		return uint64(s.deathsOf(from, s.names)), s.sumStats(s.names, func(st swim.Stats) uint64 { return st.FinalChecksSaved })
 	}
+	const seeds = 12
+	var on, off, savedBy [seeds]uint64
+	seedRange(t, 1, seeds, func(t *testing.T, seed uint64) {
+		on[seed-1], savedBy[seed-1] = run(t, true, seed)
+		off[seed-1], _ = run(t, false, seed)
+	})
+	if t.Failed() {
+		return
+	}
 	var deathsOn, deathsOff, saved uint64
-	for seed := uint64(1); seed <= 12; seed++ {
-		d, sv := run(true, seed)
-		deathsOn, saved = deathsOn+d, saved+sv
-		d, _ = run(false, seed)
-		deathsOff += d
+	for i := range seeds {
+		deathsOn, deathsOff, saved = deathsOn+on[i], deathsOff+off[i], saved+savedBy[i]
 	}
 	t.Logf("12 runs of 5 minutes at 10%% loss, 64 members: false deaths %d without the final check, %d with it (%d suspects saved by it)", deathsOff, deathsOn, saved)
 	require.NotZero(t, saved)
