@@ -448,11 +448,7 @@ func (ml *Memberlist) Shutdown() error {
 		ml.cancel()
 		<-ml.loopDone
 		ml.shutdownErr = ml.transport.Close()
-		// Streams the transport accepted but the loop never took would
-		// otherwise keep their sockets open.
-		for conn := range ml.transport.Streams() {
-			_ = conn.Close()
-		}
+		ml.closeQueuedStreams()
 		ml.wg.Wait()
 		close(ml.shutdownDone)
 	})
@@ -464,6 +460,26 @@ func (ml *Memberlist) Shutdown() error {
 		<-ml.dispatcherDone
 	}
 	return ml.shutdownErr
+}
+
+// closeQueuedStreams closes the streams the transport accepted but the loop
+// never took, which would otherwise keep their sockets open. A transport
+// true to its contract has closed the Streams channel by now; one that has
+// not must not make Shutdown wait, so only the streams queued already are
+// taken.
+func (ml *Memberlist) closeQueuedStreams() {
+	streams := ml.transport.Streams()
+	for {
+		select {
+		case conn, ok := <-streams:
+			if !ok {
+				return
+			}
+			_ = conn.Close()
+		default:
+			return
+		}
+	}
 }
 
 // isShutdown reports whether Shutdown has begun.

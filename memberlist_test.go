@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -666,4 +667,47 @@ func BenchmarkPingRoundTrip(b *testing.B) {
 			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 		})
 	}
+}
+
+// streamsNeverClosed is a Transport whose Close leaves the Streams channel
+// open, against the interface's contract, with one last accepted stream
+// queued in it.
+type streamsNeverClosed struct {
+	Transport
+	streams chan net.Conn
+	late    net.Conn // queued by Close
+}
+
+func (t streamsNeverClosed) Streams() <-chan net.Conn { return t.streams }
+
+func (t streamsNeverClosed) Close() error {
+	err := t.Transport.Close()
+	t.streams <- t.late
+	return err
+}
+
+// TestShutdownWithTransportThatNeverClosesStreams: Shutdown returns even
+// when a custom transport's Streams channel stays open after its Close, and
+// closes the streams left waiting in it.
+func TestShutdownWithTransportThatNeverClosesStreams(t *testing.T) {
+	nt, err := NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1"})
+	require.NoError(t, err)
+	late, peer := net.Pipe()
+	defer peer.Close()
+	cfg := testConfig("custom")
+	cfg.Transport = streamsNeverClosed{Transport: nt, streams: make(chan net.Conn, 1), late: late}
+	ml, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, peer.SetReadDeadline(time.Now().Add(formTimeout)))
+
+	done := make(chan error, 1)
+	go func() { done <- ml.Shutdown() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(formTimeout):
+		t.Fatal("Shutdown hangs on a Streams channel that is never closed")
+	}
+	_, err = peer.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the stream left in the channel is closed")
 }
