@@ -77,7 +77,7 @@ type Memberlist struct {
 	wg             sync.WaitGroup // the loop and the stream goroutines
 	loopDone       chan struct{}
 	dispatcherDone chan struct{} // nil without Config.Events
-	dispatcherID   atomic.Uint64 // goroutine id of the dispatcher, see Shutdown
+	inCallback     atomic.Bool   // the dispatcher is running the Events handler, see Shutdown
 	shutdownOnce   sync.Once
 	shutdownDone   chan struct{} // closed when all but the dispatcher have ended
 	shutdownErr    error
@@ -456,7 +456,7 @@ func (ml *Memberlist) Shutdown() error {
 	// Every caller, not only the first, waits for the dispatcher, so that
 	// Shutdown returns with no goroutine left; except the dispatcher
 	// itself, calling from a callback, which would wait for itself.
-	if ml.dispatcherDone != nil && goroutineID() != ml.dispatcherID.Load() {
+	if ml.dispatcherDone != nil && !ml.calledFromCallback() {
 		<-ml.dispatcherDone
 	}
 	return ml.shutdownErr

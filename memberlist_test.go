@@ -711,3 +711,49 @@ func TestShutdownWithTransportThatNeverClosesStreams(t *testing.T) {
 	_, err = peer.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF, "the stream left in the channel is closed")
 }
+
+// TestShutdownWaitsForRunningCallback: Shutdown called from outside while
+// a callback runs returns only once the callback has, even though the
+// dispatcher is inside the handler (the case a callback's own Shutdown
+// must not wait for).
+func TestShutdownWaitsForRunningCallback(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	var handlerReturned atomic.Bool
+	cfg := testConfig("busy-handler")
+	cfg.Events = EventFunc(func(Event) {
+		once.Do(func() {
+			close(entered)
+			<-release
+			handlerReturned.Store(true)
+		})
+	})
+	m := startMember(t, cfg)
+	other := startMember(t, testConfig("other"))
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	_, err := m.Join(ctx, other.LocalMember().Addr.String())
+	require.NoError(t, err)
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("no event delivered")
+	}
+
+	returned := make(chan error, 1)
+	go func() { returned <- m.Shutdown() }()
+	select {
+	case <-returned:
+		t.Fatal("Shutdown returned while a callback was running")
+	case <-time.After(200 * time.Millisecond): // a bound on a return that must not come
+	}
+	close(release)
+	select {
+	case err := <-returned:
+		require.NoError(t, err)
+		require.True(t, handlerReturned.Load())
+	case <-ctx.Done():
+		t.Fatal("Shutdown did not return after the callback")
+	}
+}
