@@ -63,6 +63,12 @@ type Memberlist struct {
 	armed  time.Time   // the deadline timer is set for; zero when stopped
 	closed bool        // Shutdown has begun: no input is fed any more
 
+	// Pacing of large merges (paceMerge): when the loop may apply the
+	// next slice, the packets fed so far and as of the last slice.
+	mergeRest  time.Time
+	fed        uint64
+	fedAtSlice uint64
+
 	// sending counts the inputs whose packets are still being handed to
 	// the transport, after mu was released: Shutdown waits for them before
 	// it closes the transport. Added to under mu while not closed.
