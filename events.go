@@ -1,9 +1,8 @@
 package swim
 
 import (
-	"bytes"
+	"reflect"
 	"runtime"
-	"strconv"
 	"sync"
 
 	"go.uber.org/zap"
@@ -12,8 +11,10 @@ import (
 // eventQueue holds the events waiting for the Events handler. It is a fifo
 // under a mutex rather than a buffered channel: a channel allocates all
 // EventBuffer slots up front (about 100 KiB per member at the default
-// 1,024), while the queue is nearly always empty. The loop pushes, the
-// dispatcher pops; wake (capacity 1) tells the dispatcher there is work.
+// 1,024), while the queue is nearly always empty. The goroutine that feeds
+// the Machine an input pushes its events (under Memberlist.mu, so they keep
+// the Machine's order), the dispatcher pops; wake (capacity 1) tells the
+// dispatcher there is work.
 type eventQueue struct {
 	mu    sync.Mutex
 	queue fifo[Event]
@@ -24,8 +25,8 @@ func newEventQueue() *eventQueue {
 	return &eventQueue{wake: make(chan struct{}, 1)}
 }
 
-// queueEvent hands an event to the dispatcher without blocking the loop: a
-// slow Events handler must not stall probing. With EventBuffer events
+// queueEvent hands an event to the dispatcher without blocking: a slow
+// Events handler must not stall probing. The caller holds ml.mu. With EventBuffer events
 // already waiting the event is dropped and counted; the first drop of a run
 // is logged as a warning (one line per overflow, not one per event).
 func (ml *Memberlist) queueEvent(e Event) {
@@ -62,7 +63,6 @@ func (ml *Memberlist) queueEvent(e Event) {
 // It ends at Shutdown, dropping the events still queued.
 func (ml *Memberlist) dispatch(h EventHandler) {
 	defer close(ml.dispatcherDone)
-	ml.dispatcherID.Store(goroutineID())
 	q := ml.events
 	for {
 		select {
@@ -84,22 +84,55 @@ func (ml *Memberlist) dispatch(h EventHandler) {
 			if !ok {
 				break
 			}
-			h.HandleEvent(e)
+			ml.inCallback.Store(true)
+			callHandler(h, e)
+			ml.inCallback.Store(false)
 		}
 	}
 }
 
-// goroutineID returns the id of the calling goroutine, parsed from the header
-// of its stack trace ("goroutine 42 [running]:"). Shutdown uses it for one
-// thing: to recognise that it was called from an event callback, where
-// waiting for the dispatcher would wait for itself. Go exposes no other way.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i >= 0 {
-		b = b[:i]
+// callHandler calls h for e, on the dispatcher. Its frame on a goroutine's
+// stack is what tells Shutdown that it was called from an event callback
+// (calledFromCallback), so it must stay a frame of its own.
+//
+//go:noinline
+func callHandler(h EventHandler, e Event) { h.HandleEvent(e) }
+
+// callHandlerEntry is callHandler's entry address, as stack frames report
+// it.
+var callHandlerEntry = reflect.ValueOf(callHandler).Pointer()
+
+// calledFromCallback reports whether the calling goroutine is this
+// Memberlist's dispatcher, inside the Events handler: Shutdown must not wait
+// for the dispatcher then, which would wait for itself. Go gives goroutines
+// no identity, so the answer comes from the call stack: a callHandler frame
+// on it while this Memberlist's dispatcher is in the handler. It can be
+// wrong one way only: a goroutine running the callback of another
+// Memberlist of the process, calling this one's Shutdown while this one's
+// handler runs too, is taken for this dispatcher, and that Shutdown returns
+// before the handler does (the dispatcher ends as soon as it has). The
+// other way would deadlock.
+func (ml *Memberlist) calledFromCallback() bool {
+	if !ml.inCallback.Load() {
+		return false
 	}
-	id, _ := strconv.ParseUint(string(b), 10, 64)
-	return id
+	pcs := make([]uintptr, 64)
+	for {
+		n := runtime.Callers(2, pcs)
+		if n < len(pcs) {
+			pcs = pcs[:n]
+			break
+		}
+		pcs = make([]uintptr, 2*len(pcs)) // a deep stack: take it whole
+	}
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if f.Entry == callHandlerEntry {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }

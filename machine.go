@@ -22,7 +22,9 @@ import (
 // Memberlist drives a Machine over real sockets; internal/sim drives
 // thousands in virtual time. Use Machine directly to bring your own I/O or to
 // simulate your whole system deterministically. A Machine is not safe for
-// concurrent use: one goroutine owns it.
+// concurrent use: its driver feeds it one input at a time (Memberlist under
+// a mutex, from whichever goroutine the input arrives on; the simulator from
+// its one event loop).
 //
 // The driver's loop: feed inputs (HandlePacket, HandleStream,
 // HandleStreamResponse, Tick and the API calls), then act on Ready, then wait

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -27,39 +28,53 @@ var ErrMetaTooLarge = errors.New("swim: metadata over MaxMetaSize")
 // with Join, watch the cluster through Config.Events or Members, and end it
 // with Leave (optional) and Shutdown.
 //
-// One loop goroutine drives the Machine, and the methods hand work to it; a
-// transport that can (NetTransport) has packets handled on its own reader
-// goroutine instead, saving a hand-off per packet. Both hold a lock while
-// they feed the Machine one input, never while they wait for the network.
-// Members, NumMembers and LocalMember read the table under that lock's read
-// side. Events reach Config.Events on a goroutine of
-// their own, in order and outside every lock, so a callback may call any
-// method, Shutdown included.
+// One mutex guards the Machine, and each input is fed to it under that
+// mutex by the goroutine the input arrives on: a packet by the transport's
+// reader (PacketHandlerTransport; the loop goroutine for a transport that
+// only has the Packets channel), a deadline by the loop goroutine, the
+// outcome of a stream exchange by that exchange's goroutine, an API call by
+// its caller. Memberlist hands no input from one goroutine to another to
+// be fed: each hand-off is a goroutine wake-up, which at a member's few
+// packets a second is a large part of its CPU cost. The Machine's output is
+// taken before the mutex is released, and the packets in it are sent
+// after, so nothing waits for the network while holding it. Members,
+// NumMembers, LocalMember, Stats and HealthScore read the Machine under the
+// mutex's read side. Events reach Config.Events on a goroutine of their
+// own, in order and outside every lock, so a callback may call any method,
+// Shutdown included.
 //
 // All methods are safe for concurrent use.
 type Memberlist struct {
 	cfg       Config
 	logger    *zap.Logger
 	transport Transport
-	machine   *Machine // fed under mu only (the loop, or receive), once New returns
+	machine   *Machine // fed under mu only, once New returns
 
-	// mu guards the machine and the loop's bookkeeping below. The loop
-	// holds it from each wake-up to the end of its pass, never while it
-	// waits; so does a packet handled on the transport's goroutine
-	// (receive). Members, NumMembers and LocalMember read the table under
-	// its read lock and build their view on demand: publishing a copy
-	// after every change instead cost O(N) per change, O(N³) CPU for an
-	// N-member process to boot (a third of a 2,048-member boot in one
-	// process, with the GC it caused).
+	// mu guards the machine and the bookkeeping below that goes with its
+	// inputs and outputs. It is held from the start of an input to the
+	// moment its output is taken, never while anyone waits for the network
+	// or for another goroutine. Members, NumMembers and LocalMember read
+	// the table under its read lock and build their view on demand:
+	// publishing a copy after every change instead cost O(N) per change,
+	// O(N³) CPU for an N-member process to boot (a third of a 2,048-member
+	// boot in one process, with the GC it caused).
 	mu     sync.RWMutex
-	kick   chan struct{} // buffered: receive asks the loop to re-arm its timer
-	armed  time.Time     // the deadline the loop's timer is set for; zero when stopped
-	closed bool          // the loop has ended: receive drops packets
+	timer  *time.Timer // wakes the loop at the machine's deadline; set under mu
+	armed  time.Time   // the deadline timer is set for; zero when stopped
+	closed bool        // Shutdown has begun: no input is fed any more
 
-	calls         chan apiCall        // API calls, run by the loop against the machine
-	streamResults chan streamResult   // outbound exchanges, back from their goroutines
-	inbound       chan inboundRequest // inbound exchanges, waiting for the machine's reply
-	events        *eventQueue         // the dispatcher's queue, at most EventBuffer long; nil without Config.Events
+	// Pacing of large merges (paceMerge): when the loop may apply the
+	// next slice, the packets fed so far and as of the last slice.
+	mergeRest  time.Time
+	fed        uint64
+	fedAtSlice uint64
+
+	// sending counts the inputs whose packets are still being handed to
+	// the transport, after mu was released: Shutdown waits for them before
+	// it closes the transport. Added to under mu while not closed.
+	sending sync.WaitGroup
+
+	events *eventQueue // the dispatcher's queue, at most EventBuffer long; nil without Config.Events
 
 	// Slots for the TCP exchanges in flight, MaxConcurrentStreams in each
 	// direction: a flood of inbound exchanges cannot starve this member's
@@ -77,11 +92,10 @@ type Memberlist struct {
 	wg             sync.WaitGroup // the loop and the stream goroutines
 	loopDone       chan struct{}
 	dispatcherDone chan struct{} // nil without Config.Events
-	dispatcherID   atomic.Uint64 // goroutine id of the dispatcher, see Shutdown
+	inCallback     atomic.Bool   // the dispatcher is running the Events handler, see Shutdown
 	shutdownOnce   sync.Once
 	shutdownDone   chan struct{} // closed when all but the dispatcher have ended
 	shutdownErr    error
-	finalStats     Stats // written by the loop as it exits, read after loopDone
 
 	eventsDropped  atomic.Uint64
 	streamsRefused atomic.Uint64
@@ -100,11 +114,12 @@ type Memberlist struct {
 	keys keyStore
 	sec  *security // label, AllowedCIDRs, StreamTLS, refusals (security.go)
 
-	// Guarded by mu (API calls run on the loop, under it).
-	joins     map[uint64]*joinWaiter // outbound exchanges a Join waits for
-	leaveDone chan struct{}          // closed when Machine.LeaveDone holds; nil before Leave
-	refused   []streamResult         // outbound exchanges refused for want of a slot, to report
-	dropping  bool                   // the dispatcher queue is full
+	// Guarded by mu.
+	joins      map[uint64]*joinWaiter // outbound exchanges a Join waits for
+	leaveDone  chan struct{}          // closed when Machine.LeaveDone holds; nil before Leave
+	leaveShown bool                   // leaveDone is closed, or about to be by the input that saw LeaveDone
+	refused    []streamResult         // outbound exchanges refused for want of a slot, for the loop to report
+	dropping   bool                   // the dispatcher queue is full
 }
 
 // MemberlistStats are the core's counters plus the driver's own.
@@ -204,38 +219,40 @@ func New(cfg *Config) (*Memberlist, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	refusals := newRefusalLog(logger)
 	ml := &Memberlist{
-		inBytes:       byteBudget{total: int64(inboundBudgetStreams) * int64(c.maxStreamBytes())},
-		cfg:           c,
-		logger:        logger,
-		transport:     transport,
-		machine:       machine,
-		calls:         make(chan apiCall),
-		streamResults: make(chan streamResult),
-		inbound:       make(chan inboundRequest),
-		outSem:        make(chan struct{}, c.MaxConcurrentStreams),
-		inStreams:     newInboundSlots(c.MaxConcurrentStreams, c.MaxStreamsPerSource),
-		stop:          make(chan struct{}),
-		ctx:           ctx,
-		cancel:        cancel,
-		loopDone:      make(chan struct{}),
-		shutdownDone:  make(chan struct{}),
-		joins:         make(map[uint64]*joinWaiter),
-		kick:          make(chan struct{}, 1),
-		refusals:      refusals,
-		sec:           newSecurity(&c, refusals),
+		inBytes:      byteBudget{total: int64(inboundBudgetStreams) * int64(c.maxStreamBytes())},
+		cfg:          c,
+		logger:       logger,
+		transport:    transport,
+		machine:      machine,
+		timer:        time.NewTimer(math.MaxInt64),
+		outSem:       make(chan struct{}, c.MaxConcurrentStreams),
+		inStreams:    newInboundSlots(c.MaxConcurrentStreams, c.MaxStreamsPerSource),
+		stop:         make(chan struct{}),
+		ctx:          ctx,
+		cancel:       cancel,
+		loopDone:     make(chan struct{}),
+		shutdownDone: make(chan struct{}),
+		joins:        make(map[uint64]*joinWaiter),
+		refusals:     refusals,
+		sec:          newSecurity(&c, refusals),
 	}
+	ml.timer.Stop()
 	kr, err := newKeyring(c.Keys, c.Plaintext)
 	if err != nil {
+		cancel()
 		_ = transport.Close()
 		return nil, err
 	}
 	ml.keys.cur.Store(kr)
-	machine.indexNames() // kept by the loop, so that Members never has to build it
+	machine.indexNames() // kept up by every input, so that Members never has to build it
 	if c.Events != nil {
 		ml.events = newEventQueue()
 		ml.dispatcherDone = make(chan struct{})
 		go ml.dispatch(c.Events)
 	}
+	ml.mu.Lock()
+	ml.rearm()
+	ml.mu.Unlock()
 	ml.wg.Add(1)
 	go ml.run()
 	if ht, ok := transport.(PacketHandlerTransport); ok {
@@ -247,9 +264,9 @@ func New(cfg *Config) (*Memberlist, error) {
 
 // Members returns the live (alive or suspect) members, this one included
 // unless it has left, sorted by name: the table as it is now, built for
-// this call in O(N). It waits at most for the loop to finish the input in
-// hand, never for the network or an event callback, so it is safe from a
-// callback. A method that changed the table (UpdateMeta, Leave) returns
+// this call in O(N). It waits at most for the input being fed to the
+// Machine, never for the network or an event callback, so it is safe from
+// a callback. A method that changed the table (UpdateMeta, Leave) returns
 // after the change shows here. After Shutdown it returns the last view.
 func (ml *Memberlist) Members() []Member {
 	ml.mu.RLock()
@@ -307,19 +324,16 @@ func (ml *Memberlist) Join(ctx context.Context, addrs ...string) (int, error) {
 
 	var results chan joinResult
 	var asked int
-	err := ml.do(ctx, func(now time.Time) {
+	err := ml.input(func(now time.Time) {
 		ids := ml.machine.Join(now, seeds)
 		asked = len(ids)
-		results = make(chan joinResult, len(ids)) // never blocks the loop, even if Join gave up
+		results = make(chan joinResult, len(ids)) // never blocks an input, even if Join gave up
 		for _, id := range ids {
 			ml.joins[id] = &joinWaiter{results: results}
 		}
 	})
 	if err != nil {
-		if ml.isShutdown() {
-			return 0, ErrShutdown
-		}
-		return 0, fmt.Errorf("swim: join: %w", err)
+		return 0, err
 	}
 	if asked == 0 {
 		return 0, errors.New("swim: join: no seed to contact (only this member's own address?)")
@@ -356,14 +370,20 @@ wait:
 // tell), or ctx ends. Peers then report this member as left, not failed.
 // The member keeps running (and answering probes) until Shutdown.
 func (ml *Memberlist) Leave(ctx context.Context) error {
+	if ml.isShutdown() {
+		return ErrShutdown
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	var done chan struct{}
 	var leaveErr error
-	err := ml.do(ctx, func(now time.Time) {
+	err := ml.input(func(now time.Time) {
 		if leaveErr = ml.machine.Leave(now); leaveErr != nil {
 			return
 		}
 		// Only the first Leave gets here (the Machine refuses the
-		// next), so the channel is made once; flush closes it.
+		// next), so the channel is made once; output closes it.
 		ml.leaveDone = make(chan struct{})
 		done = ml.leaveDone
 	})
@@ -390,9 +410,15 @@ func (ml *Memberlist) UpdateMeta(ctx context.Context, meta []byte) error {
 	if len(meta) > ml.cfg.MaxMetaSize {
 		return fmt.Errorf("%w: %d bytes, over MaxMetaSize %d", ErrMetaTooLarge, len(meta), ml.cfg.MaxMetaSize)
 	}
+	if ml.isShutdown() {
+		return ErrShutdown
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	meta = bytes.Clone(meta)
 	var updateErr error
-	if err := ml.do(ctx, func(now time.Time) { updateErr = ml.machine.UpdateMeta(now, meta) }); err != nil {
+	if err := ml.input(func(now time.Time) { updateErr = ml.machine.UpdateMeta(now, meta) }); err != nil {
 		return err
 	}
 	return updateErr
@@ -401,22 +427,22 @@ func (ml *Memberlist) UpdateMeta(ctx context.Context, meta []byte) error {
 // HealthScore is this member's local health (Lifeguard §IV-A): 0 when it
 // hears from its peers as expected, up to AwarenessMaxMultiplier-1 when it
 // keeps failing to, in which case it probes more slowly and accuses no one
-// in haste. After Shutdown it returns 0.
+// in haste. After Shutdown it returns 0. It waits as Members does.
 func (ml *Memberlist) HealthScore() int {
-	var h int
-	_ = ml.do(context.Background(), func(time.Time) { h = ml.machine.HealthScore() })
-	return h
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	if ml.closed {
+		return 0
+	}
+	return ml.machine.HealthScore()
 }
 
-// Stats returns the core's counters and the driver's. It waits for the loop
-// goroutine to be between two inputs (microseconds). After Shutdown it
-// returns the final counters.
+// Stats returns the core's counters and the driver's. It waits as Members
+// does. After Shutdown it returns the final counters.
 func (ml *Memberlist) Stats() MemberlistStats {
-	var st Stats
-	if err := ml.do(context.Background(), func(time.Time) { st = ml.machine.Stats() }); err != nil {
-		<-ml.loopDone
-		st = ml.finalStats
-	}
+	ml.mu.RLock()
+	st := ml.machine.Stats()
+	ml.mu.RUnlock()
 	stats := MemberlistStats{
 		Stats:            st,
 		EventsDropped:    ml.eventsDropped.Load(),
@@ -432,12 +458,13 @@ func (ml *Memberlist) Stats() MemberlistStats {
 }
 
 // Shutdown stops the member without telling the cluster (call Leave first
-// for a graceful exit; otherwise peers will declare it dead). It stops the
-// protocol loop, cancels the TCP exchanges in flight, closes the transport
-// (Config.Transport too, when one was supplied), and returns when every
-// goroutine of this Memberlist has ended. Events still queued for the
-// Events handler are dropped, not delivered; a callback already running is
-// waited for, except when Shutdown is called from that callback itself.
+// for a graceful exit; otherwise peers will declare it dead). It stops
+// feeding the protocol, cancels the TCP exchanges in flight, closes the
+// transport (Config.Transport too, when one was supplied) once the packets
+// already produced have been handed to it, and returns when every goroutine
+// of this Memberlist has ended. Events still queued for the Events handler
+// are dropped, not delivered; a callback already running is waited for,
+// except when Shutdown is called from that callback itself.
 //
 // Shutdown is idempotent: later calls wait for the first to finish and
 // return its result. Every other method then returns ErrShutdown (Members,
@@ -446,13 +473,14 @@ func (ml *Memberlist) Shutdown() error {
 	ml.shutdownOnce.Do(func() {
 		close(ml.stop)
 		ml.cancel()
+		ml.mu.Lock()
+		ml.closed = true
+		ml.timer.Stop()
+		ml.mu.Unlock()
 		<-ml.loopDone
+		ml.sending.Wait()
 		ml.shutdownErr = ml.transport.Close()
-		// Streams the transport accepted but the loop never took would
-		// otherwise keep their sockets open.
-		for conn := range ml.transport.Streams() {
-			_ = conn.Close()
-		}
+		ml.closeQueuedStreams()
 		ml.wg.Wait()
 		close(ml.shutdownDone)
 	})
@@ -460,10 +488,30 @@ func (ml *Memberlist) Shutdown() error {
 	// Every caller, not only the first, waits for the dispatcher, so that
 	// Shutdown returns with no goroutine left; except the dispatcher
 	// itself, calling from a callback, which would wait for itself.
-	if ml.dispatcherDone != nil && goroutineID() != ml.dispatcherID.Load() {
+	if ml.dispatcherDone != nil && !ml.calledFromCallback() {
 		<-ml.dispatcherDone
 	}
 	return ml.shutdownErr
+}
+
+// closeQueuedStreams closes the streams the transport accepted but the loop
+// never took, which would otherwise keep their sockets open. A transport
+// true to its contract has closed the Streams channel by now; one that has
+// not must not make Shutdown wait, so only the streams queued already are
+// taken.
+func (ml *Memberlist) closeQueuedStreams() {
+	streams := ml.transport.Streams()
+	for {
+		select {
+		case conn, ok := <-streams:
+			if !ok {
+				return
+			}
+			_ = conn.Close()
+		default:
+			return
+		}
+	}
 }
 
 // isShutdown reports whether Shutdown has begun.
@@ -481,25 +529,4 @@ func (ml *Memberlist) bind(ctx context.Context) (context.Context, context.Cancel
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(ml.ctx, cancel)
 	return ctx, func() { stop(); cancel() }
-}
-
-// do runs f on the loop goroutine, against the machine, and returns once f
-// has run and the loop has acted on its output. It returns ErrShutdown, or
-// ctx's error, if f could not be handed to the loop.
-func (ml *Memberlist) do(ctx context.Context, f func(now time.Time)) error {
-	if ml.isShutdown() {
-		return ErrShutdown
-	}
-	call := apiCall{f: f, done: make(chan struct{})}
-	select {
-	case ml.calls <- call:
-	case <-ml.stop:
-		return ErrShutdown
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	// The loop finishes a call in the pass that received it, without
-	// blocking and before it looks at stop again, so done always closes.
-	<-call.done
-	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim/internal/wire"
 )
 
 // Bounds of the waits on protocol behaviour over loopback with the local
@@ -625,5 +628,155 @@ func TestShutdownFromCallbackAndOutside(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("Shutdown deadlocked")
 		}
+	}
+}
+
+// channelTransport hides a transport's PacketHandlerTransport method, so
+// that Memberlist takes its packets from the Packets channel.
+type channelTransport struct{ Transport }
+
+// BenchmarkPingRoundTrip sends a running member one ping at a time over
+// loopback UDP and waits for its ack: the whole per-packet path of a
+// member at the few packets a second a cluster sends each (socket,
+// goroutine wake-ups, envelope, Machine, send). cpu-µs/op is the process's
+// CPU time per round trip, the pinger's included; "reader" handles packets
+// on the transport's reader goroutine, "channel" through the Packets
+// channel.
+func BenchmarkPingRoundTrip(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		wrapped bool
+	}{{"reader", false}, {"channel", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := testConfig("bench")
+			if tc.wrapped {
+				nt, err := NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1"})
+				require.NoError(b, err)
+				cfg.Transport = channelTransport{nt}
+			}
+			ml, err := New(cfg)
+			require.NoError(b, err)
+			defer ml.Shutdown()
+			conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(ml.LocalMember().Addr))
+			require.NoError(b, err)
+			defer conn.Close()
+			buf := make([]byte, 2048)
+			roundTrip := func(seq uint32) {
+				pkt, err := wire.AppendPacket(nil, &wire.Ping{Seq: seq, Target: "bench", From: "peer"})
+				require.NoError(b, err)
+				_, err = conn.Write(pkt)
+				require.NoError(b, err)
+				require.NoError(b, conn.SetReadDeadline(time.Now().Add(transportTestWait)))
+				for {
+					n, err := conn.Read(buf)
+					require.NoError(b, err, "no ack")
+					msgs, err := wire.DecodePacket(buf[:n])
+					require.NoError(b, err)
+					for _, msg := range msgs {
+						if a, ok := msg.(*wire.Ack); ok && a.Seq == seq {
+							return
+						}
+					}
+				}
+			}
+			roundTrip(0) // warm up
+			b.ReportAllocs()
+			cpu := processCPU()
+			seq := uint32(1)
+			for b.Loop() {
+				roundTrip(seq)
+				seq++
+			}
+			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+}
+
+// streamsNeverClosed is a Transport whose Close leaves the Streams channel
+// open, against the interface's contract, with one last accepted stream
+// queued in it.
+type streamsNeverClosed struct {
+	Transport
+	streams chan net.Conn
+	late    net.Conn // queued by Close
+}
+
+func (t streamsNeverClosed) Streams() <-chan net.Conn { return t.streams }
+
+func (t streamsNeverClosed) Close() error {
+	err := t.Transport.Close()
+	t.streams <- t.late
+	return err
+}
+
+// TestShutdownWithTransportThatNeverClosesStreams: Shutdown returns even
+// when a custom transport's Streams channel stays open after its Close, and
+// closes the streams left waiting in it.
+func TestShutdownWithTransportThatNeverClosesStreams(t *testing.T) {
+	nt, err := NewNetTransport(&NetTransportConfig{BindAddr: "127.0.0.1"})
+	require.NoError(t, err)
+	late, peer := net.Pipe()
+	defer peer.Close()
+	cfg := testConfig("custom")
+	cfg.Transport = streamsNeverClosed{Transport: nt, streams: make(chan net.Conn, 1), late: late}
+	ml, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, peer.SetReadDeadline(time.Now().Add(formTimeout)))
+
+	done := make(chan error, 1)
+	go func() { done <- ml.Shutdown() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(formTimeout):
+		t.Fatal("Shutdown hangs on a Streams channel that is never closed")
+	}
+	_, err = peer.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the stream left in the channel is closed")
+}
+
+// TestShutdownWaitsForRunningCallback: Shutdown called from outside while
+// a callback runs returns only once the callback has, even though the
+// dispatcher is inside the handler (the case a callback's own Shutdown
+// must not wait for).
+func TestShutdownWaitsForRunningCallback(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	var handlerReturned atomic.Bool
+	cfg := testConfig("busy-handler")
+	cfg.Events = EventFunc(func(Event) {
+		once.Do(func() {
+			close(entered)
+			<-release
+			handlerReturned.Store(true)
+		})
+	})
+	m := startMember(t, cfg)
+	other := startMember(t, testConfig("other"))
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	_, err := m.Join(ctx, other.LocalMember().Addr.String())
+	require.NoError(t, err)
+	select {
+	case <-entered:
+	case <-ctx.Done():
+		t.Fatal("no event delivered")
+	}
+
+	returned := make(chan error, 1)
+	go func() { returned <- m.Shutdown() }()
+	select {
+	case <-returned:
+		t.Fatal("Shutdown returned while a callback was running")
+	case <-time.After(200 * time.Millisecond): // a bound on a return that must not come
+	}
+	close(release)
+	select {
+	case err := <-returned:
+		require.NoError(t, err)
+		require.True(t, handlerReturned.Load())
+	case <-ctx.Done():
+		t.Fatal("Shutdown did not return after the callback")
 	}
 }

@@ -530,10 +530,11 @@ func BenchmarkReceivePing(b *testing.B) {
 
 			b.ReportAllocs()
 			for b.Loop() {
-				ml.mu.Lock()
+				if !ml.begin() {
+					b.Fatal("shut down")
+				}
 				ml.handlePacket(p)
-				ml.flush()
-				ml.mu.Unlock()
+				ml.end(true)
 			}
 			b.StopTimer()
 			st := ml.Stats()

@@ -24,24 +24,11 @@ type streamResult struct {
 	err  error
 }
 
-// inboundRequest is a request read from an accepted stream, waiting for the
-// machine's reply.
-type inboundRequest struct {
-	from  netip.AddrPort
-	data  []byte
-	reply chan<- inboundReply // buffered: the loop never blocks on it
-}
-
-type inboundReply struct {
-	data []byte
-	err  error
-}
-
-// startStream runs one outbound exchange on a goroutine of its own. It runs
-// under ml.mu, on the loop or on the transport's reader goroutine (receive).
-// With every slot taken, the exchange is not started and fails at once; the
-// loop reports that on its next pass (the machine may not be re-entered from
-// its own output).
+// startStream runs one outbound exchange on a goroutine of its own, which
+// feeds the outcome to the machine. It runs under ml.mu, as the output of an
+// input is taken. With every slot taken, the exchange is not started and
+// fails at once; the loop reports that on its next pass (the machine may
+// not be re-entered from its own output).
 func (ml *Memberlist) startStream(req StreamRequest) {
 	select {
 	case ml.outSem <- struct{}{}:
@@ -56,10 +43,9 @@ func (ml *Memberlist) startStream(req StreamRequest) {
 		defer ml.wg.Done()
 		defer func() { <-ml.outSem }()
 		data, err := ml.exchange(req)
-		select {
-		case ml.streamResults <- streamResult{id: req.ID, data: data, err: err}:
-		case <-ml.stop:
-		}
+		r := streamResult{id: req.ID, data: data, err: err}
+		// After Shutdown the outcome is dropped: nobody waits for it.
+		_ = ml.input(func(time.Time) { ml.handleStreamResult(r) })
 	}()
 }
 
@@ -112,9 +98,10 @@ func ctxErr(ctx context.Context, err error) error {
 }
 
 // serveStream answers one accepted stream on a goroutine of its own: it reads
-// one request, has the loop compute the reply, writes it and closes. It runs
-// on the loop goroutine; a stream that gets no slot (admitStream) is closed
-// at once (the peer sees a failed exchange and retries later).
+// one request, feeds it to the machine, writes the machine's reply and
+// closes. It runs on the loop goroutine; a stream that gets no slot
+// (admitStream) is closed at once (the peer sees a failed exchange and
+// retries later).
 func (ml *Memberlist) serveStream(conn net.Conn) {
 	if !ml.sourceAdmitted(conn) { // AllowedCIDRs, before a slot is taken or a byte read
 		_ = conn.Close()
@@ -160,17 +147,15 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	if data, err = ml.openStream(from, data); err != nil {
 		return err
 	}
-	reply := make(chan inboundReply, 1)
-	select {
-	case ml.inbound <- inboundRequest{from: from, data: data, reply: reply}:
-	case <-ml.stop:
-		return ErrShutdown
+	var reply []byte
+	var handleErr error
+	if err := ml.input(func(now time.Time) { reply, handleErr = ml.machine.HandleStream(now, from, data) }); err != nil {
+		return err
 	}
-	r := <-reply // the loop answers as soon as it takes the request
-	if r.err != nil {
-		return fmt.Errorf("handle request: %w", r.err)
+	if handleErr != nil {
+		return fmt.Errorf("handle request: %w", handleErr)
 	}
-	msg, err := ml.sealStream(r.data)
+	msg, err := ml.sealStream(reply)
 	if err != nil {
 		return err
 	}
