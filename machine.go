@@ -118,7 +118,7 @@ type pendingStream struct {
 	to   netip.AddrPort
 }
 
-// machineState is the Machine's private state; it is owned by one goroutine.
+// machineState is the Machine's private state, fed one input at a time.
 type machineState struct {
 	cfg      *Config
 	rng      *rand.Rand

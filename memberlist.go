@@ -55,9 +55,8 @@ type Memberlist struct {
 	// moment its output is taken, never while anyone waits for the network
 	// or for another goroutine. Members, NumMembers and LocalMember read
 	// the table under its read lock and build their view on demand:
-	// publishing a copy after every change instead cost O(N) per change,
-	// O(N³) CPU for an N-member process to boot (a third of a 2,048-member
-	// boot in one process, with the GC it caused).
+	// publishing a copy after every change would cost O(N) per change,
+	// O(N³) CPU for an N-member process to boot.
 	mu     sync.RWMutex
 	timer  *time.Timer // wakes the loop at the machine's deadline; set under mu
 	armed  time.Time   // the deadline timer is set for; zero when stopped
