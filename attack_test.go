@@ -42,7 +42,7 @@ func inventedPushPull(t *testing.T, n int) []byte {
 				break
 			}
 		}
-		w.Add(string(b), addr, 1, uint8(StateAlive), nil)
+		w.Add(string(b), addr, 1, uint8(StateAlive), nil, wire.Versions{})
 	}
 	data, err := w.Bytes()
 	require.NoError(t, err)
@@ -143,9 +143,9 @@ func TestLargeMergeInSlices(t *testing.T) {
 	const n = 5000
 	w := wire.NewPushPullWriter(nil, "big", false, n+1)
 	for i := range n {
-		w.Add(mtPeer(100+i), mtPeerAddr(100+i), 1, uint8(StateAlive), nil)
+		w.Add(mtPeer(100+i), mtPeerAddr(100+i), 1, uint8(StateAlive), nil, wire.Versions{})
 	}
-	w.Add(mtSelf, mtSelfAddr, 0, uint8(StateSuspect), nil) // last: applied first all the same
+	w.Add(mtSelf, mtSelfAddr, 0, uint8(StateSuspect), nil, wire.Versions{}) // last: applied first all the same
 	data, err := w.Bytes()
 	require.NoError(t, err)
 

@@ -17,6 +17,9 @@ type broadcast struct {
 	// never carries it twice while it moves between buckets.
 	lastPacket uint64
 	removed    bool
+	// proto is the protocol version a receiver must speak to be sent this
+	// delta (wire.Versions); 1, every member, for all but new kinds.
+	proto      uint8
 	prev, next *broadcast
 }
 
@@ -90,7 +93,7 @@ func (q *broadcastQueue) queue(key string, frame []byte) *broadcast {
 	if old, ok := q.byKey[key]; ok {
 		q.unlink(old)
 	}
-	b := &broadcast{key: key, frame: frame}
+	b := &broadcast{key: key, frame: frame, proto: 1}
 	q.byKey[key] = b
 	q.bucket(0).pushFront(b)
 	q.n++
@@ -141,10 +144,10 @@ const minFrame = 8
 const maxSkips = 32
 
 // take appends to frames the deltas that fit in budget bytes (counting the
-// compound framing overhead per frame), counting one transmission for each,
-// and retires those sent limit times. It returns the frames and the bytes
-// used.
-func (q *broadcastQueue) take(frames [][]byte, budget, limit int) ([][]byte, int) {
+// compound framing overhead per frame) and that a receiver speaking up to
+// protocol proto reads, counting one transmission for each, and retires
+// those sent limit times. It returns the frames and the bytes used.
+func (q *broadcastQueue) take(frames [][]byte, budget, limit int, proto uint8) ([][]byte, int) {
 	if q.n == 0 {
 		return frames, 0
 	}
@@ -158,7 +161,7 @@ func (q *broadcastQueue) take(frames [][]byte, budget, limit int) ([][]byte, int
 				continue
 			}
 			size := len(b.frame) + wire.FrameOverheadMax
-			if used+size > budget {
+			if used+size > budget || b.proto > proto {
 				skips++
 				b = next
 				continue

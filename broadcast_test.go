@@ -22,13 +22,13 @@ func TestBroadcastQueueFewestSentFirstNewestFirst(t *testing.T) {
 	q.queue("a", frameOf(10, 'a'))
 	q.queue("b", frameOf(10, 'b'))
 	// Room for one delta: the newest unsent one goes first.
-	frames, _ := q.take(nil, 10+wire.FrameOverheadMax, 5)
+	frames, _ := q.take(nil, 10+wire.FrameOverheadMax, 5, wire.MaxProtocol)
 	require.Equal(t, [][]byte{frameOf(10, 'b')}, frames)
 	// b has been sent once, a never: a goes next.
-	frames, _ = q.take(nil, 10+wire.FrameOverheadMax, 5)
+	frames, _ = q.take(nil, 10+wire.FrameOverheadMax, 5, wire.MaxProtocol)
 	require.Equal(t, [][]byte{frameOf(10, 'a')}, frames)
 	q.queue("c", frameOf(10, 'c'))
-	frames, _ = q.take(nil, 3*(10+wire.FrameOverheadMax), 5)
+	frames, _ = q.take(nil, 3*(10+wire.FrameOverheadMax), 5, wire.MaxProtocol)
 	require.Equal(t, [][]byte{frameOf(10, 'c'), frameOf(10, 'a'), frameOf(10, 'b')}, frames)
 }
 
@@ -36,12 +36,12 @@ func TestBroadcastQueueRetiresAfterLimit(t *testing.T) {
 	q := newBroadcastQueue(100)
 	b := q.queue("a", frameOf(10, 'a'))
 	for i := 0; i < 3; i++ {
-		frames, _ := q.take(nil, 1000, 3)
+		frames, _ := q.take(nil, 1000, 3, wire.MaxProtocol)
 		require.Len(t, frames, 1, "take %d", i)
 	}
 	require.Equal(t, 0, q.Len())
 	require.True(t, b.removed)
-	frames, _ := q.take(nil, 1000, 3)
+	frames, _ := q.take(nil, 1000, 3, wire.MaxProtocol)
 	require.Empty(t, frames)
 }
 
@@ -51,7 +51,7 @@ func TestBroadcastQueueInvalidatesOlderDelta(t *testing.T) {
 	q.queue("a", frameOf(10, '2'))
 	require.Equal(t, 1, q.Len())
 	require.True(t, old.removed)
-	frames, _ := q.take(nil, 1000, 3)
+	frames, _ := q.take(nil, 1000, 3, wire.MaxProtocol)
 	require.Equal(t, [][]byte{frameOf(10, '2')}, frames)
 }
 
@@ -60,7 +60,7 @@ func TestBroadcastQueueNeverSendsOneDeltaTwiceInAPacket(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		q.queue(fmt.Sprint(i), frameOf(5, byte('0'+i)))
 	}
-	frames, _ := q.take(nil, 10000, 10)
+	frames, _ := q.take(nil, 10000, 10, wire.MaxProtocol)
 	require.Len(t, frames, 5)
 	seen := map[string]bool{}
 	for _, f := range frames {
@@ -73,7 +73,7 @@ func TestBroadcastQueueRespectsBudgetAndSkipsLargeDeltas(t *testing.T) {
 	q := newBroadcastQueue(100)
 	q.queue("small", frameOf(10, 's'))
 	q.queue("big", frameOf(100, 'b'))
-	frames, used := q.take(nil, 50, 5)
+	frames, used := q.take(nil, 50, 5, wire.MaxProtocol)
 	require.Equal(t, [][]byte{frameOf(10, 's')}, frames)
 	require.Equal(t, 10+wire.FrameOverheadMax, used)
 	require.Equal(t, 2, q.Len())
@@ -82,7 +82,7 @@ func TestBroadcastQueueRespectsBudgetAndSkipsLargeDeltas(t *testing.T) {
 func TestBroadcastQueueDropsMostSentWhenFull(t *testing.T) {
 	q := newBroadcastQueue(2)
 	q.queue("a", frameOf(10, 'a'))
-	q.take(nil, 10+wire.FrameOverheadMax, 5) // a sent once
+	q.take(nil, 10+wire.FrameOverheadMax, 5, wire.MaxProtocol) // a sent once
 	q.queue("b", frameOf(10, 'b'))
 	q.queue("c", frameOf(10, 'c'))
 	require.Equal(t, 2, q.Len())

@@ -42,6 +42,13 @@ type Config struct {
 	// MaxMetaSize bounds metadata. Default 512 bytes: metadata rides in every
 	// alive delta, so large values crowd out other deltas.
 	MaxMetaSize int
+	// AppVersionMin and AppVersionMax are the range of versions of the
+	// application's own messages and metadata this process understands,
+	// announced to every member with this member's alive (Member.Versions).
+	// During a rolling upgrade, read the ranges of the members you talk to
+	// before sending them something an older release cannot read. Both 0
+	// (the default): no range announced.
+	AppVersionMin, AppVersionMax uint8
 
 	// ProbeInterval is the SWIM protocol period: one member is probed per
 	// interval (SWIM §3.1). Shorter detects faster and costs more traffic.
@@ -376,6 +383,8 @@ func (c *Config) Validate() error {
 		return bad("MaxMetaSize", fmt.Sprintf("must be 0..%d, is %d", wire.MaxMetaLen, c.MaxMetaSize))
 	case len(c.Meta) > c.MaxMetaSize:
 		return bad("Meta", fmt.Sprintf("is %d bytes, over MaxMetaSize %d", len(c.Meta), c.MaxMetaSize))
+	case c.AppVersionMin > c.AppVersionMax:
+		return bad("AppVersionMin", fmt.Sprintf("is %d, over AppVersionMax %d", c.AppVersionMin, c.AppVersionMax))
 	case c.ProbeInterval <= 0:
 		return bad("ProbeInterval", "must be positive")
 	case c.ProbeTimeout <= 0:
@@ -534,4 +543,13 @@ func (c *Config) maxStreamBytes() int {
 	}
 	perMember := c.MaxMetaSize + wire.MaxNameLen + wire.MaxAddrLen + 24
 	return min(c.MaxMembers*perMember+64<<10, wire.MaxStreamMessageSize)
+}
+
+// versions is what this member announces: the protocol range of this
+// release and the application's range.
+func (c *Config) versions() wire.Versions {
+	return wire.Versions{
+		ProtocolMin: wire.ProtocolMin, ProtocolMax: wire.ProtocolMax,
+		AppMin: c.AppVersionMin, AppMax: c.AppVersionMax,
+	}
 }

@@ -102,4 +102,9 @@
 //   - Reconnect attempts to dead members are made with probability
 //     8·dead/live (after Serf), so a crash costs a large cluster about 8
 //     full-state exchanges per ReconnectInterval, not one per member.
+//   - Every member announces the protocol versions it speaks (and its
+//     application's) with its alive; message kinds and fields of a newer
+//     protocol are skipped and counted, and a wire feature is used toward
+//     a peer only once it announced it, so two adjacent releases share a
+//     cluster during a rolling upgrade (docs/upgrades.md).
 package swim

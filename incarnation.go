@@ -128,6 +128,9 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		return
 	}
 	s := m.lookup(a.Name)
+	if s != nil && m.learnVersions(s, a.Incarnation, a.Versions) {
+		return
+	}
 	if s != nil && precedence(s.state(), s.inc(), StateAlive, a.Incarnation) == stale || !m.plausible(s, a.Incarnation) {
 		return
 	}
@@ -151,7 +154,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 			m.stats.MembersRefused++
 			return
 		}
-		s = m.addEntry(a.Name, addr, a.Meta, StateAlive, a.Incarnation, now)
+		s = m.addEntry(a.Name, addr, a.Meta, a.Versions, StateAlive, a.Incarnation, now)
 		m.dropTomb(a.Name)
 		m.ringInsert(s)
 		m.addToProbeOrder(s)
@@ -163,10 +166,10 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		return
 	}
 	prev := s.state()
-	changed := m.addrOf(s) != addr || string(m.metaOf(s)) != string(a.Meta)
+	changed := m.addrOf(s) != addr || string(m.metaOf(s)) != string(a.Meta) || a.Versions != m.versionsOf(s)
 	s.setInc(a.Incarnation)
 	if changed {
-		m.setIdentity(s, addr, a.Meta)
+		m.setIdentity(s, addr, a.Meta, a.Versions)
 	}
 	m.version++
 	switch prev {
@@ -281,6 +284,23 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 	m.declareDead(now, s, d.Incarnation, d.From, d.Left)
 }
 
+// learnVersions fills in what a live member speaks from news of its
+// current life (same incarnation) that carries it, and reports whether
+// that is all the news says. A member's versions are set with each new
+// incarnation from the delta that announces it; but a delta relayed by a
+// member that predates versioning carries none, and would leave them
+// unknown (read as protocol 1, the safe side) until news that carries them
+// arrives: a later copy, or the member's own push-pull entry, at the same
+// incarnation and so otherwise stale.
+func (m *Machine) learnVersions(s *memberState, inc uint64, v wire.Versions) bool {
+	if v == (wire.Versions{}) || inc != s.inc() || !s.live() || s == m.self || v == m.versionsOf(s) {
+		return false
+	}
+	m.setIdentity(s, m.addrOf(s), m.metaOf(s), v)
+	m.version++
+	return true
+}
+
 // declareDead marks a member dead (or left) and gossips it.
 func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from string, left bool) {
 	name := m.nameOf(s)
@@ -353,6 +373,7 @@ func (m *Machine) selfAlive() *wire.Alive {
 		Addr:        wire.EncodeAddr(m.addrOf(m.self)),
 		Incarnation: m.self.inc(),
 		Meta:        m.metaOf(m.self),
+		Versions:    m.versionsOf(m.self),
 	}
 }
 

@@ -222,7 +222,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.tombByName = make(map[string]*tombstone)
 	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit)
 	m.selfName = cfg.Name
-	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, StateAlive, 0, now)
+	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), StateAlive, 0, now)
 	m.version = 1
 	m.ringInsert(m.self)
 	// Spread the periodic work of members started together over one
@@ -322,11 +322,13 @@ func (m *Machine) Members() []Member {
 func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) error {
 	m.stats.PacketsReceived++
 	m.stats.BytesReceived += uint64(len(data))
-	msgs, err := wire.DecodePacket(data)
+	msgs, unknownFields, err := wire.DecodePacketCounted(data)
 	if err != nil {
 		m.stats.PacketsDropped++
 		return fmt.Errorf("swim: packet from %s: %w", from, err)
 	}
+	// A newer peer's additions (wire.ProtocolMax): skipped, counted.
+	m.stats.UnknownFields += uint64(unknownFields)
 	sender := m.byAddr(from)
 	if sender == m.self {
 		sender = nil
@@ -345,6 +347,8 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		switch msg := msg.(type) {
 		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack:
 			continue
+		case *wire.Unknown:
+			m.stats.UnknownMessages++
 		case *wire.Alive:
 			m.handleAlive(now, msg, mergeGossip)
 		case *wire.Suspect:
@@ -396,7 +400,7 @@ func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
 			}
 		}
 	}
-	m.frames, _ = m.bq.take(m.frames, budget, m.retransmitLimit())
+	m.frames, _ = m.bq.take(m.frames, budget, m.retransmitLimit(), m.protocolAt(to))
 	m.emit(to, m.frames)
 }
 
@@ -433,12 +437,22 @@ func (m *Machine) suspicionOf(s *memberState) *wire.Suspect {
 // sendGossip queues a packet of pending deltas alone; it reports false when
 // there was nothing to send.
 func (m *Machine) sendGossip(to netip.AddrPort) bool {
-	m.frames, _ = m.bq.take(m.frames[:0], m.packetBudget()-wire.CompoundHeaderMax, m.retransmitLimit())
+	m.frames, _ = m.bq.take(m.frames[:0], m.packetBudget()-wire.CompoundHeaderMax, m.retransmitLimit(), m.protocolAt(to))
 	if len(m.frames) == 0 {
 		return false
 	}
 	m.emit(to, m.frames)
 	return true
+}
+
+// protocolAt is the newest protocol the member at addr announced, the
+// oldest this release speaks for an address not known: what a delta sent
+// there may require. Announce first, use after (wire.ProtocolMax).
+func (m *Machine) protocolAt(addr netip.AddrPort) uint8 {
+	if s := m.byAddr(addr); s != nil {
+		return m.versionsOf(s).Effective().ProtocolMax
+	}
+	return wire.ProtocolMin
 }
 
 func (m *Machine) emit(to netip.AddrPort, frames [][]byte) {
@@ -510,6 +524,8 @@ type Stats struct {
 	PacketsSent, PacketsReceived uint64
 	BytesSent, BytesReceived     uint64
 	PacketsDropped               uint64 // malformed or unknown
+	UnknownMessages              uint64 // messages of a kind from a newer protocol, skipped
+	UnknownFields                uint64 // messages carrying fields from a newer protocol, which were skipped
 	EncodeErrors                 uint64 // own messages that did not encode (a bug; dropped, not sent)
 	MembersRefused               uint64 // new members not added: the table held MaxMembers
 	DeltasImplausible            uint64 // incarnations beyond MaxIncarnationJump of what is known, dropped

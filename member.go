@@ -42,6 +42,20 @@ type Member struct {
 	Meta        []byte
 	State       State
 	Incarnation uint64
+	// Versions is what the member announced it speaks: protocol 1 and
+	// no application range for a member that predates versioning (or one
+	// not heard from directly yet).
+	Versions Versions
+}
+
+// Versions is the range of wire protocol versions a member speaks, and the
+// range of application versions its application announced
+// (Config.AppVersionMin and AppVersionMax, both 0 when none) for its own
+// messages and metadata. During a rolling upgrade the application can use
+// the ranges of the members it talks to to decide what it may send them.
+type Versions struct {
+	ProtocolMin, ProtocolMax uint8
+	AppMin, AppMax           uint8
 }
 
 // EventKind says what happened to a member.

@@ -22,7 +22,7 @@ func largePushPull(tb testing.TB, n int) []byte {
 	w := wire.NewPushPullWriter(nil, "big", false, n)
 	for i := range n {
 		addr := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 7946)
-		w.Add(fmt.Sprintf("member-%06d", i), addr, 1, uint8(StateAlive), nil)
+		w.Add(fmt.Sprintf("member-%06d", i), addr, 1, uint8(StateAlive), nil, wire.Versions{})
 	}
 	data, err := w.Bytes()
 	require.NoError(tb, err)

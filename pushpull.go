@@ -83,10 +83,10 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 		if tomb.left {
 			st = StateLeft
 		}
-		w.Add(tomb.name, tomb.addr, tomb.inc, uint8(st), nil)
+		w.Add(tomb.name, tomb.addr, tomb.inc, uint8(st), nil, wire.Versions{})
 	}
 	add := func(s *memberState) {
-		w.Add(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s))
+		w.Add(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s), m.versionsOf(s))
 	}
 	// Deterministic order: self, the ring, then the dead list.
 	add(m.self)
@@ -281,7 +281,8 @@ func (m *Machine) tickMerges(now time.Time) {
 // packet: nothing here keeps them past the call (the handlers encode or
 // copy what they store).
 func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource) {
-	if s := m.lookupBytes(v.Name); s != nil && s != m.self && precedence(s.state(), s.inc(), State(v.State), v.Incarnation) == stale {
+	if s := m.lookupBytes(v.Name); s != nil && s != m.self && precedence(s.state(), s.inc(), State(v.State), v.Incarnation) == stale &&
+		(State(v.State) != StateAlive || v.Versions == (wire.Versions{}) || v.Versions == m.versionsOf(s)) {
 		// Nothing the handlers below would act on: the common case of a
 		// periodic exchange, skipped before building a delta.
 		return
@@ -289,7 +290,7 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 	name := string(v.Name)
 	switch State(v.State) {
 	case StateAlive:
-		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta}, src)
+		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta, Versions: v.Versions}, src)
 	case StateDead:
 		if name == m.selfName {
 			m.selfDeclaredDead(now, v.Incarnation)

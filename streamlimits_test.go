@@ -211,11 +211,11 @@ func isTimeout(err error) bool {
 // message's size.
 func compoundOfPushPulls(t testing.TB, size int) []byte {
 	t.Helper()
-	const perMember = 7
+	const perMember = 8 // fixarray, name "a", nil addr, 0, state, nil meta, versions 0
 	count := (size/wire.MaxCompoundParts - 16) / perMember
 	w := wire.NewPushPullWriter(nil, "attacker", false, count)
 	for range count {
-		w.Add("a", netip.AddrPort{}, 0, uint8(StateAlive), nil)
+		w.Add("a", netip.AddrPort{}, 0, uint8(StateAlive), nil, wire.Versions{})
 	}
 	pkt, err := w.Bytes()
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"time"
+
+	"github.com/swim-go/swim/internal/wire"
 )
 
 // The member table. Every member keeps an entry for every other member, so a
@@ -47,6 +49,7 @@ type Registry struct {
 	// per version (1-based; 0 means none)
 	verAddr  []netip.AddrPort
 	verMeta  [][]byte
+	verVers  []wire.Versions // what the member announced it speaks, zero if not known
 	verName  []uint32
 	verNext  []uint32 // next version of the same name
 	verRefs  []uint32 // entries pointing at the version
@@ -64,6 +67,7 @@ func NewRegistry() *Registry {
 		byAddr:  make(map[netip.AddrPort]uint32),
 		verAddr: make([]netip.AddrPort, 1),
 		verMeta: make([][]byte, 1),
+		verVers: make([]wire.Versions, 1),
 		verName: make([]uint32, 1),
 		verNext: make([]uint32, 1),
 		verRefs: make([]uint32, 1),
@@ -127,9 +131,9 @@ func (r *Registry) releaseName(id uint32) {
 
 // acquireVersion returns the version of name id at (addr, meta), creating it
 // if no holder has it yet, and counts one more holder.
-func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte) uint32 {
+func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte, vers wire.Versions) uint32 {
 	for v := r.verHead[id]; v != 0; v = r.verNext[v] {
-		if r.verAddr[v] == addr && bytes.Equal(r.verMeta[v], meta) {
+		if r.verAddr[v] == addr && bytes.Equal(r.verMeta[v], meta) && r.verVers[v] == vers {
 			r.verRefs[v]++
 			return v
 		}
@@ -149,11 +153,13 @@ func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte) u
 		v = uint32(len(r.verAddr))
 		r.verAddr = append(r.verAddr, netip.AddrPort{})
 		r.verMeta = append(r.verMeta, nil)
+		r.verVers = append(r.verVers, wire.Versions{})
 		r.verName = append(r.verName, 0)
 		r.verNext = append(r.verNext, 0)
 		r.verRefs = append(r.verRefs, 0)
 	}
 	r.verAddr[v], r.verMeta[v], r.verName[v], r.verRefs[v] = addr, cloneBytes(meta), id, 1
+	r.verVers[v] = vers
 	r.verNext[v], r.verHead[id] = r.verHead[id], v
 	r.byAddr[addr] = id
 	return v
@@ -179,7 +185,7 @@ func (r *Registry) releaseVersion(v uint32) {
 	if r.byAddr[addr] == id && !r.hasAddr(id, addr) {
 		delete(r.byAddr, addr)
 	}
-	r.verAddr[v], r.verMeta[v], r.verNext[v] = netip.AddrPort{}, nil, 0
+	r.verAddr[v], r.verMeta[v], r.verNext[v], r.verVers[v] = netip.AddrPort{}, nil, 0, wire.Versions{}
 	r.freeVers = append(r.freeVers, v)
 }
 
@@ -256,7 +262,7 @@ func (m *Machine) lookupBytes(name []byte) *memberState {
 }
 
 // addEntry creates the entry of a member this Machine did not know.
-func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, st State, inc uint64, now time.Time) *memberState {
+func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, vers wire.Versions, st State, inc uint64, now time.Time) *memberState {
 	id := m.reg.acquireName(name)
 	c := int(id >> chunkBits)
 	for c >= len(m.table) {
@@ -266,7 +272,7 @@ func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, st Sta
 		m.table[c] = new(chunk)
 	}
 	s := &m.table[c][id&(chunkSize-1)]
-	*s = memberState{id: id, vs: m.reg.acquireVersion(id, addr, meta)<<8 | uint32(st)}
+	*s = memberState{id: id, vs: m.reg.acquireVersion(id, addr, meta, vers)<<8 | uint32(st)}
 	s.setInc(inc)
 	// Never heard from: as long ago as the sweep allows.
 	s.heard = m.ms(now) - uint32(heardFloor/time.Millisecond)
@@ -284,13 +290,13 @@ func (m *Machine) removeEntry(s *memberState) {
 // the dead not yet forgotten.
 func (m *Machine) tableSize() int { return m.ring.len() + len(m.dead) }
 
-// setIdentity moves the entry to the version at (addr, meta).
-func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte) {
+// setIdentity moves the entry to the version at (addr, meta, vers).
+func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, vers wire.Versions) {
 	old := s.version()
-	if m.reg.verAddr[old] == addr && bytes.Equal(m.reg.verMeta[old], meta) {
+	if m.reg.verAddr[old] == addr && bytes.Equal(m.reg.verMeta[old], meta) && m.reg.verVers[old] == vers {
 		return
 	}
-	v := m.reg.acquireVersion(s.id, addr, meta)
+	v := m.reg.acquireVersion(s.id, addr, meta, vers)
 	m.reg.releaseVersion(old)
 	s.vs = v<<8 | s.vs&0xff
 }
@@ -298,6 +304,9 @@ func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte) 
 func (m *Machine) nameOf(s *memberState) string         { return m.reg.names[s.id] }
 func (m *Machine) addrOf(s *memberState) netip.AddrPort { return m.reg.verAddr[s.version()] }
 func (m *Machine) metaOf(s *memberState) []byte         { return m.reg.verMeta[s.version()] }
+
+// versionsOf is what the member announced it speaks, zero if not known.
+func (m *Machine) versionsOf(s *memberState) wire.Versions { return m.reg.verVers[s.version()] }
 
 // byAddr returns the entry of the member at addr, nil if none.
 func (m *Machine) byAddr(addr netip.AddrPort) *memberState {
@@ -347,6 +356,7 @@ func (m *Machine) export(s *memberState) Member {
 		Meta:        cloneBytes(m.metaOf(s)),
 		State:       s.state(),
 		Incarnation: s.inc(),
+		Versions:    Versions(m.versionsOf(s).Effective()),
 	}
 }
 

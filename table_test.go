@@ -190,7 +190,7 @@ func BenchmarkBroadcastTake(b *testing.B) {
 				q.queue(mtPeer(i+1), f)
 			}
 		}
-		out, _ = q.take(out[:0], 1400, 12)
+		out, _ = q.take(out[:0], 1400, 12, wire.MaxProtocol)
 	}
 }
 

@@ -7,13 +7,23 @@ import (
 )
 
 // DecodePacket decodes a packet, flattening a compound into its messages.
+// A message of a kind this version does not know (a newer peer's) is
+// returned as an *Unknown in its place, and trailing fields a newer peer
+// appended to a known message are skipped; neither fails the packet.
 //
 // b may hold at most MaxPacketSize bytes (use DecodeStreamPacket for what
 // ReadStreamMessage returns). The messages never alias b, so the caller may
 // reuse it at once. Every failure is a *DecodeError wrapping one of
-// ErrTruncated, ErrTooLarge, ErrUnknownType, ErrVersion, ErrMalformed or
-// ErrTrailingBytes; a packet is accepted or rejected whole.
+// ErrTruncated, ErrTooLarge, ErrVersion, ErrMalformed or ErrTrailingBytes; a
+// packet is accepted or rejected whole.
 func DecodePacket(b []byte) ([]Message, error) {
+	msgs, _, err := decodePacket(b, MaxPacketSize)
+	return msgs, err
+}
+
+// DecodePacketCounted is DecodePacket that also counts the messages that
+// carried trailing fields this version does not know (and skipped).
+func DecodePacketCounted(b []byte) (msgs []Message, unknownFields int, err error) {
 	return decodePacket(b, MaxPacketSize)
 }
 
@@ -21,59 +31,64 @@ func DecodePacket(b []byte) ([]Message, error) {
 // DecodePacket with MaxStreamMessageSize as the size limit instead of
 // MaxPacketSize: a push-pull of a large cluster outgrows a UDP packet.
 func DecodeStreamPacket(b []byte) ([]Message, error) {
-	return decodePacket(b, MaxStreamMessageSize)
+	msgs, _, err := decodePacket(b, MaxStreamMessageSize)
+	return msgs, err
 }
 
-func decodePacket(b []byte, limit int) ([]Message, error) {
+func decodePacket(b []byte, limit int) (msgs []Message, unknownFields int, err error) {
 	if len(b) > limit {
-		return nil, &DecodeError{Err: fmt.Errorf("%w: packet of %d bytes, limit %d", ErrTooLarge, len(b), limit)}
+		return nil, 0, &DecodeError{Err: fmt.Errorf("%w: packet of %d bytes, limit %d", ErrTooLarge, len(b), limit)}
 	}
 	if len(b) == 0 {
-		return nil, &DecodeError{Err: ErrTruncated}
+		return nil, 0, &DecodeError{Err: ErrTruncated}
 	}
 	if b[0] != Version {
-		return nil, &DecodeError{Err: fmt.Errorf("%w %d (want %d)", ErrVersion, b[0], Version)}
+		return nil, 0, &DecodeError{Err: fmt.Errorf("%w %d (want %d)", ErrVersion, b[0], Version)}
 	}
 	if len(b) == 1 {
-		return nil, &DecodeError{Err: ErrTruncated}
+		return nil, 0, &DecodeError{Err: ErrTruncated}
 	}
 	if t := Type(b[1]); t != TypeCompound {
 		msgs := newSingle(t)
 		if msgs == nil {
-			return nil, &DecodeError{Type: t, Err: ErrUnknownType}
+			// A kind from a newer protocol: its body is not ours to read.
+			return []Message{&Unknown{Kind: t}}, 0, nil
 		}
-		if err := decodeFrameInto(b[1:], msgs[0]); err != nil {
-			return nil, err
+		if err := decodeFrameInto(b[1:], msgs[0], &unknownFields); err != nil {
+			return nil, 0, err
 		}
-		return msgs, nil
+		return msgs, unknownFields, nil
 	}
 
 	d := decoder{b: b[2:]}
 	n := d.arrayLen("Frames", 0, MaxCompoundParts)
 	if d.err != nil {
-		return nil, &DecodeError{Type: TypeCompound, Field: d.field, Err: d.err}
+		return nil, 0, &DecodeError{Type: TypeCompound, Field: d.field, Err: d.err}
 	}
-	msgs := make([]Message, n)
+	msgs = make([]Message, n)
 	s := newSlabs(d, n)
 	for i := range msgs {
 		f := compoundItem(&d)
 		if d.err != nil {
-			return nil, &DecodeError{Type: TypeCompound, Field: d.field, Err: d.err}
+			return nil, 0, &DecodeError{Type: TypeCompound, Field: d.field, Err: d.err}
 		}
 		t := Type(f[0])
 		m := s.next(t)
 		if m == nil {
-			return nil, &DecodeError{Type: t, Err: ErrUnknownType}
+			// A kind from a newer protocol, skipped whole: the compound's
+			// framing says where it ends.
+			msgs[i] = &Unknown{Kind: t}
+			continue
 		}
-		if err := decodeFrameInto(f, m); err != nil {
-			return nil, err
+		if err := decodeFrameInto(f, m, &unknownFields); err != nil {
+			return nil, 0, err
 		}
 		msgs[i] = m
 	}
 	if len(d.b) != 0 {
-		return nil, &DecodeError{Type: TypeCompound, Err: ErrTrailingBytes}
+		return nil, 0, &DecodeError{Type: TypeCompound, Err: ErrTrailingBytes}
 	}
-	return msgs, nil
+	return msgs, unknownFields, nil
 }
 
 // compoundItem reads one item of a compound: a bin holding a frame that is
@@ -111,15 +126,17 @@ func DecodeFrame(b []byte) (Message, error) {
 	if m == nil {
 		return nil, &DecodeError{Type: Type(b[0]), Err: ErrUnknownType}
 	}
-	if err := decodeFrameInto(b, m); err != nil {
+	if err := decodeFrameInto(b, m, nil); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
 // decodeFrameInto decodes the non-empty frame b into m, a zero message of
-// b's type, and checks that the body fills the frame exactly.
-func decodeFrameInto(b []byte, m Message) error {
+// b's type, and checks that the body fills the frame exactly. If skipped is
+// not nil, it is raised by one when the body carried fields this version
+// does not know.
+func decodeFrameInto(b []byte, m Message, skipped *int) error {
 	d := decoder{b: b[1:]}
 	switch m := m.(type) {
 	case *Ping:
@@ -146,6 +163,9 @@ func decodeFrameInto(b []byte, m Message) error {
 	}
 	if d.err != nil {
 		return &DecodeError{Type: Type(b[0]), Field: d.field, Err: d.err}
+	}
+	if skipped != nil && d.skipped > 0 {
+		*skipped++
 	}
 	return nil
 }
@@ -369,7 +389,12 @@ func decodeAlive(d *decoder, m *Alive) {
 	addr := d.raw("Addr", MaxAddrLen, false)
 	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
 	m.Meta = d.bin("Meta", MaxMetaLen)
-	d.skip("", n-4)
+	m.Versions = Versions{}
+	known := 4
+	if n >= 5 {
+		m.Versions, known = unpackVersions(d.uint("Versions", math.MaxUint32)), 5
+	}
+	d.skip("", n-known)
 	if d.err == nil {
 		m.Name, _, m.Addr = pack(name, nil, addr)
 	}
@@ -427,7 +452,7 @@ func decodePushPull(d *decoder, m *PushPull) {
 		}
 		ms := &m.Members[i]
 		ms.Name, _, ms.Addr = pack(v.Name, nil, v.Addr)
-		ms.Incarnation, ms.State = v.Incarnation, v.State
+		ms.Incarnation, ms.State, ms.Versions = v.Incarnation, v.State, v.Versions
 		if len(v.Meta) > 0 {
 			ms.Meta = append([]byte(nil), v.Meta...)
 		}

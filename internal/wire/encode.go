@@ -120,11 +120,12 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkMember(TypeAlive, "", m.Name, m.Addr, m.Meta); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 4)
+		b = appendArrayLen(b, 5)
 		b = appendString(b, m.Name)
 		b = appendBin(b, m.Addr)
 		b = appendUint(b, m.Incarnation)
-		return appendBin(b, m.Meta), nil
+		b = appendBin(b, m.Meta)
+		return appendUint(b, m.Versions.pack()), nil
 
 	case *Suspect:
 		if m == nil {
@@ -171,12 +172,7 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 			if err := checkMember(TypePushPull, "Members.", ms.Name, ms.Addr, ms.Meta); err != nil {
 				return b, err
 			}
-			b = appendArrayLen(b, 5)
-			b = appendString(b, ms.Name)
-			b = appendBin(b, ms.Addr)
-			b = appendUint(b, ms.Incarnation)
-			b = appendUint(b, uint64(ms.State))
-			b = appendBin(b, ms.Meta)
+			b = appendMemberState(b, ms.Name, ms.Addr, ms.Incarnation, ms.State, ms.Meta, ms.Versions)
 		}
 		return b, nil
 
@@ -216,6 +212,18 @@ func checkNames(t Type, f1, s1, f2, s2 string) error {
 		return err
 	}
 	return checkLen(t, f2, len(s2), MaxNameLen)
+}
+
+// appendMemberState appends one push-pull entry. The Versions, a field
+// that members predating versioning skip, come last.
+func appendMemberState(b []byte, name string, addr []byte, inc uint64, state uint8, meta []byte, v Versions) []byte {
+	b = appendArrayLen(b, 6)
+	b = appendString(b, name)
+	b = appendBin(b, addr)
+	b = appendUint(b, inc)
+	b = appendUint(b, uint64(state))
+	b = appendBin(b, meta)
+	return appendUint(b, v.pack())
 }
 
 // checkMember checks the limits of the fields Alive and MemberState share.

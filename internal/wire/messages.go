@@ -17,8 +17,61 @@
 // that knows no envelope rejects one with ErrVersion.
 package wire
 
-// Version is the protocol version written as the first byte of every packet.
+// Version is the framing version written as the first byte of every packet:
+// how the rest of the packet is laid out. It changes only if the framing
+// itself must (a change every older member would misread), and then only
+// toward peers that announced a protocol version that reads the new
+// framing (Versions); a packet of any other version is rejected whole.
 const Version byte = 1
+
+// Protocol versions: what a member understands within the framing.
+// Protocol 1 is the wire of members that announce no Versions: they reject
+// a whole packet holding a message kind they do not know. From protocol 2
+// on, a member announces its range in every Alive and push-pull entry, and
+// skips (and counts) message kinds and trailing fields it does not know, so
+// a new kind can travel to it in a compound with others. A feature that
+// changes what goes on the wire is used toward a peer only once that peer
+// has announced a protocol that includes it: announce first, use after.
+const (
+	// ProtocolMin is the oldest protocol this version speaks.
+	ProtocolMin uint8 = 1
+	// ProtocolMax is the newest protocol this version speaks.
+	ProtocolMax uint8 = 2
+)
+
+// Versions is the range of protocol versions a member speaks and the range
+// of application versions its application announced (Config.AppVersionMin
+// and AppVersionMax), for its own messages and metadata. The zero value is
+// what a member that predates versioning announces: read it as protocol 1
+// and no application range (see Effective).
+type Versions struct {
+	ProtocolMin, ProtocolMax uint8
+	AppMin, AppMax           uint8
+}
+
+// Effective returns v with a missing protocol range read as protocol 1.
+func (v Versions) Effective() Versions {
+	if v.ProtocolMax == 0 {
+		v.ProtocolMin, v.ProtocolMax = 1, 1
+	}
+	return v
+}
+
+// pack encodes v as one unsigned integer on the wire, the last field of an
+// Alive and of a push-pull entry: the protocol range in the low byte, a
+// nibble each (MaxProtocol bounds them), then the application's range, so
+// that a member announcing no application range costs one byte.
+func (v Versions) pack() uint64 {
+	return uint64(v.ProtocolMin&0xf)<<4 | uint64(v.ProtocolMax&0xf) | uint64(v.AppMin)<<8 | uint64(v.AppMax)<<16
+}
+
+func unpackVersions(u uint64) Versions {
+	return Versions{ProtocolMin: uint8(u>>4) & 0xf, ProtocolMax: uint8(u) & 0xf, AppMin: uint8(u >> 8), AppMax: uint8(u >> 16)}
+}
+
+// MaxProtocol bounds the protocol versions Versions can carry; past it, a
+// new framing Version would be needed.
+const MaxProtocol = 15
 
 // Type identifies a message.
 type Type uint8
@@ -93,6 +146,9 @@ type Alive struct {
 	Addr        []byte
 	Incarnation uint64
 	Meta        []byte
+	// Versions is what the member speaks: zero from a member that
+	// predates versioning, which neither sends nor reads the field.
+	Versions Versions
 }
 
 // Suspect says From suspects Name at Incarnation (SWIM §4.2).
@@ -125,6 +181,7 @@ type MemberState struct {
 	Incarnation uint64
 	State       uint8 // 0 alive, 1 suspect, 2 dead, 3 left
 	Meta        []byte
+	Versions    Versions // zero when not known
 }
 
 // PushPull carries the sender's whole membership view (anti-entropy and join).
@@ -134,17 +191,25 @@ type PushPull struct {
 	Members []MemberState
 }
 
+// Unknown stands for a message of a kind this version does not know, sent
+// by a newer peer: DecodePacket returns it in the message's place instead of
+// rejecting the packet, and the receiver skips it (and counts it).
+type Unknown struct {
+	Kind Type
+}
+
 // Compound carries several frames (type byte + msgpack body) in one packet.
 type Compound struct {
 	Frames [][]byte
 }
 
-func (*Ping) Type() Type     { return TypePing }
-func (*PingReq) Type() Type  { return TypePingReq }
-func (*Ack) Type() Type      { return TypeAck }
-func (*Nack) Type() Type     { return TypeNack }
-func (*Alive) Type() Type    { return TypeAlive }
-func (*Suspect) Type() Type  { return TypeSuspect }
-func (*Dead) Type() Type     { return TypeDead }
-func (*PushPull) Type() Type { return TypePushPull }
-func (*Compound) Type() Type { return TypeCompound }
+func (*Ping) Type() Type      { return TypePing }
+func (*PingReq) Type() Type   { return TypePingReq }
+func (*Ack) Type() Type       { return TypeAck }
+func (*Nack) Type() Type      { return TypeNack }
+func (*Alive) Type() Type     { return TypeAlive }
+func (*Suspect) Type() Type   { return TypeSuspect }
+func (*Dead) Type() Type      { return TypeDead }
+func (*PushPull) Type() Type  { return TypePushPull }
+func (*Compound) Type() Type  { return TypeCompound }
+func (u *Unknown) Type() Type { return u.Kind }

@@ -141,6 +141,9 @@ type decoder struct {
 	b     []byte // input not yet consumed
 	err   error
 	field string
+	// skipped counts the skip calls that consumed fields: the messages (or
+	// push-pull entries) that carried fields this version does not know.
+	skipped int
 }
 
 func (d *decoder) fail(field string, err error) {
@@ -369,6 +372,7 @@ func (d *decoder) skip(field string, n int) {
 	if d.err != nil || n <= 0 {
 		return
 	}
+	d.skipped++
 	pending := uint64(n)
 	for pending > 0 {
 		if len(d.b) == 0 {

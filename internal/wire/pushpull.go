@@ -40,8 +40,8 @@ func NewPushPullWriter(dst []byte, from string, join bool, count int) *PushPullW
 	return w
 }
 
-// Add appends one member.
-func (w *PushPullWriter) Add(name string, addr netip.AddrPort, incarnation uint64, state uint8, meta []byte) {
+// Add appends one member; v is what it speaks, zero if not known.
+func (w *PushPullWriter) Add(name string, addr netip.AddrPort, incarnation uint64, state uint8, meta []byte, v Versions) {
 	if w.err != nil {
 		return
 	}
@@ -49,12 +49,13 @@ func (w *PushPullWriter) Add(name string, addr netip.AddrPort, incarnation uint6
 		w.err = checkMember(TypePushPull, "Members.", name, nil, meta)
 		return
 	}
-	b := appendArrayLen(w.b, 5)
+	b := appendArrayLen(w.b, 6)
 	b = appendString(b, name)
 	b = appendAddr(b, addr)
 	b = appendUint(b, incarnation)
 	b = appendUint(b, uint64(state))
-	w.b = appendBin(b, meta)
+	b = appendBin(b, meta)
+	w.b = appendUint(b, v.pack())
 	w.n++
 }
 
@@ -92,6 +93,7 @@ type MemberView struct {
 	Incarnation uint64
 	State       uint8
 	Meta        []byte
+	Versions    Versions
 }
 
 // IsPushPull reports whether the stream packet b holds a single push-pull.
@@ -215,5 +217,10 @@ func decodeMemberView(d *decoder, v *MemberView) {
 	if len(v.Meta) == 0 {
 		v.Meta = nil
 	}
-	d.skip("Members", k-5)
+	v.Versions = Versions{}
+	known := 5
+	if k >= 6 {
+		v.Versions, known = unpackVersions(d.uint("Members.Versions", math.MaxUint32)), 6
+	}
+	d.skip("Members", k-known)
 }

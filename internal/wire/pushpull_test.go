@@ -36,7 +36,7 @@ func TestPushPullWriterAndViewsMatchTheMessageCodec(t *testing.T) {
 		for _, ms := range pp.Members {
 			ap, err := DecodeAddr(ms.Addr)
 			require.NoError(t, err)
-			w.Add(ms.Name, ap, ms.Incarnation, ms.State, ms.Meta)
+			w.Add(ms.Name, ap, ms.Incarnation, ms.State, ms.Meta, ms.Versions)
 		}
 		got, err := w.Bytes()
 		require.NoError(t, err)
@@ -66,12 +66,12 @@ func TestPushPullWriterAndViewsMatchTheMessageCodec(t *testing.T) {
 
 func TestPushPullWriterChecksItsCount(t *testing.T) {
 	w := NewPushPullWriter(nil, "a", false, 2)
-	w.Add("b", netip.MustParseAddrPort("10.0.0.1:1"), 1, 0, nil)
+	w.Add("b", netip.MustParseAddrPort("10.0.0.1:1"), 1, 0, nil, Versions{})
 	_, err := w.Bytes()
 	require.ErrorIs(t, err, ErrMalformed)
 
 	w = NewPushPullWriter(nil, "a", false, 1)
-	w.Add(string(make([]byte, MaxNameLen+1)), netip.MustParseAddrPort("10.0.0.1:1"), 1, 0, nil)
+	w.Add(string(make([]byte, MaxNameLen+1)), netip.MustParseAddrPort("10.0.0.1:1"), 1, 0, nil, Versions{})
 	_, err = w.Bytes()
 	require.ErrorIs(t, err, ErrTooLarge)
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -15,6 +16,23 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
+
+// The oracle writes and reads Versions as the one unsigned integer the
+// codec packs it into.
+func init() {
+	msgpack.Register(Versions{},
+		func(e *msgpack.Encoder, v reflect.Value) error {
+			return e.EncodeUint(v.Interface().(Versions).pack())
+		},
+		func(d *msgpack.Decoder, v reflect.Value) error {
+			u, err := d.DecodeUint64()
+			if err != nil {
+				return err
+			}
+			v.Set(reflect.ValueOf(unpackVersions(u)))
+			return nil
+		})
+}
 
 var update = flag.Bool("update", false, "rewrite the golden vectors in testdata/wire")
 
@@ -263,9 +281,6 @@ func TestDecodeRejects(t *testing.T) {
 		{"version 0", "00 01 93 2a a1 74 a1 66", ErrVersion},
 		{"version 2", "02 01 93 2a a1 74 a1 66", ErrVersion},
 		{"lone bad version", "ff", ErrVersion},
-		{"type 0", "01 00 91 00", ErrUnknownType},
-		{"type 10", "01 0a 91 00", ErrUnknownType},
-		{"type 255", "01 ff", ErrUnknownType},
 		{"type without body", "01 03", ErrTruncated},
 		{"trailing byte", "01 01 93 2a a1 74 a1 66 00", ErrTrailingBytes},
 		{"fewer fields", "01 01 92 2a a1 74", ErrMalformed},
@@ -319,7 +334,6 @@ func TestDecodeRejects(t *testing.T) {
 		{"compound frame body cut", "01 09 92 c4 02 03 91 c4 03 03 91 00", ErrTruncated},
 		{"trailing inside frame", "01 09 92 c4 04 03 91 00 00 c4 03 03 91 00", ErrTrailingBytes},
 		{"trailing after compound", "01 09 92 c4 03 03 91 00 c4 03 03 91 00 00", ErrTrailingBytes},
-		{"unknown type in compound", "01 09 92 c4 03 0a 91 00 c4 03 03 91 00", ErrUnknownType},
 		{"bad field in compound", "01 09 92 c4 03 03 91 ff c4 03 03 91 00", ErrMalformed},
 	}
 	for _, tc := range tests {
@@ -413,8 +427,20 @@ func TestDecodeAccepts(t *testing.T) {
 			"a3 61 62 63  d9 01 61  c4 01 00  c5 00 00  c6 00 00 00 00" + // str, bin
 			"cb 00 00 00 00 00 00 00 00  d3 80 00 00 00 00 00 00 00  cd 01 00",
 			[]Message{&Ack{Seq: 42}}},
-		{"extra field in a member", "01 08 93 a1 66 c3 91 96 a1 6e c0 01 02 c0 a1 78",
+		{"extra field in a member", "01 08 93 a1 66 c3 91 97 a1 6e c0 01 02 c0 00 a1 78",
 			[]Message{&PushPull{From: "f", Join: true, Members: []MemberState{{Name: "n", Incarnation: 1, State: 2}}}}},
+		{"member without versions (protocol 1)", "01 08 93 a1 66 c3 91 95 a1 6e c0 01 02 c0",
+			[]Message{&PushPull{From: "f", Join: true, Members: []MemberState{{Name: "n", Incarnation: 1, State: 2}}}}},
+		{"member with versions", "01 08 93 a1 66 c3 91 96 a1 6e c0 01 02 c0 ce 00 04 03 12",
+			[]Message{&PushPull{From: "f", Join: true, Members: []MemberState{{Name: "n", Incarnation: 1, State: 2,
+				Versions: Versions{ProtocolMin: 1, ProtocolMax: 2, AppMin: 3, AppMax: 4}}}}}},
+		{"alive without versions (protocol 1)", "01 05 94 a1 6e c0 07 c0", []Message{&Alive{Name: "n", Incarnation: 7}}},
+		{"alive with versions and a field from a newer protocol", "01 05 96 a1 6e c0 07 c0 12 a1 78",
+			[]Message{&Alive{Name: "n", Incarnation: 7, Versions: Versions{ProtocolMin: 1, ProtocolMax: 2}}}},
+		{"a kind from a newer protocol", "01 0a 91 00", []Message{&Unknown{Kind: 10}}},
+		{"type 0", "01 00 91 00", []Message{&Unknown{Kind: 0}}},
+		{"a newer kind without body", "01 ff", []Message{&Unknown{Kind: 255}}},
+		{"a newer kind in a compound", "01 09 92 c4 03 0a 91 00 c4 03 03 91 2a", []Message{&Unknown{Kind: 10}, &Ack{Seq: 42}}},
 		{"extra field in pushpull", "01 08 94 a1 66 c2 90 c3", []Message{&PushPull{From: "f"}}},
 		{"compound of one", "01 09 91 c4 03 03 91 2a", []Message{&Ack{Seq: 42}}},
 		{"compound with bin16 frame", "01 09 91 c5 00 03 03 91 2a", []Message{&Ack{Seq: 42}}},
@@ -474,6 +500,8 @@ func bytesAllocated(f func()) uint64 {
 func TestEncodedSizes(t *testing.T) {
 	const name = "node-00001" // 10 characters, a typical short member name
 	const from = "node-00002"
+	// The versions every member of this release announces: one byte.
+	current := Versions{ProtocolMin: ProtocolMin, ProtocolMax: ProtocolMax}
 	tests := []struct {
 		name   string
 		msg    Message
@@ -484,9 +512,11 @@ func TestEncodedSizes(t *testing.T) {
 		{"ack (seq 1)", &Ack{Seq: 1}, 4},
 		{"ack (seq 100000)", &Ack{Seq: 100000}, 8},
 		{"nack (seq 1)", &Nack{Seq: 1}, 4},
-		{"alive (inc 1, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 1}, 24},
-		{"alive (inc 200, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 200}, 25},
-		{"alive (inc 1, IPv6, no meta)", &Alive{Name: name, Addr: testAddr6, Incarnation: 1}, 36},
+		{"alive (inc 1, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 1, Versions: current}, 25},
+		{"alive (inc 200, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 200, Versions: current}, 26},
+		{"alive (inc 1, IPv6, no meta)", &Alive{Name: name, Addr: testAddr6, Incarnation: 1, Versions: current}, 37},
+		{"alive (inc 1, IPv4, no meta, an application range)", &Alive{Name: name, Addr: testAddr4, Incarnation: 1,
+			Versions: Versions{ProtocolMin: ProtocolMin, ProtocolMax: ProtocolMax, AppMin: 1, AppMax: 2}}, 29},
 		{"suspect (inc 1)", &Suspect{Name: name, Incarnation: 1, From: from}, 27},
 		{"dead (inc 1)", &Dead{Name: name, Incarnation: 1, From: from}, 27},
 		{"dead left (inc 1)", &Dead{Name: name, Incarnation: 1, From: name, Left: true}, 27},
@@ -503,7 +533,7 @@ func TestEncodedSizes(t *testing.T) {
 	}
 	frames := [][]byte{}
 	for range 10 {
-		f, err := AppendFrame(nil, &Alive{Name: name, Addr: testAddr4, Incarnation: 1})
+		f, err := AppendFrame(nil, &Alive{Name: name, Addr: testAddr4, Incarnation: 1, Versions: current})
 		require.NoError(t, err)
 		frames = append(frames, f)
 	}
@@ -511,7 +541,7 @@ func TestEncodedSizes(t *testing.T) {
 	require.NoError(t, err)
 	p := AppendCompound(nil, append([][]byte{pf}, frames...))
 	t.Logf("ping + 10 alive deltas in one compound: %d bytes", len(p))
-	require.Equal(t, 3+(25+2)+10*(23+2), len(p))
+	require.Equal(t, 3+(25+2)+10*(24+2), len(p))
 }
 
 // TestMsgpackCodes checks that this package's format constants match the
@@ -588,4 +618,39 @@ func TestTypeString(t *testing.T) {
 	err := &DecodeError{Type: TypeAlive, Field: "Name", Err: ErrTooLarge}
 	require.Equal(t, "wire: decode alive Name: exceeds size limit", err.Error())
 	require.Equal(t, "wire: decode: input truncated", (&DecodeError{Err: ErrTruncated}).Error())
+}
+
+// TestGoldenProtocol1: what members that predate versioning send (their
+// Alive and push-pull entries carry no Versions) still decodes to the same
+// messages, with Versions zero.
+func TestGoldenProtocol1(t *testing.T) {
+	for _, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(goldenDir, "protocol1", tc.name+".hex"))
+			require.NoError(t, err)
+			msgs, err := DecodePacket(unhex(t, string(data)))
+			require.NoError(t, err)
+			require.Equal(t, tc.msgs, msgs)
+		})
+	}
+}
+
+// A newer peer's trailing fields are skipped and counted per message; a
+// newer kind is an Unknown.
+func TestDecodePacketCounted(t *testing.T) {
+	packet := unhex(t, "01 09 93"+
+		" c4 0a 05 96 a1 6e c0 07 c0 12 a1 78"+ // an alive with a field after Versions
+		" c4 03 0a 91 00"+ // a kind from a newer protocol
+		" c4 04 03 92 2a 00") // an ack with a second field
+	msgs, unknownFields, err := DecodePacketCounted(packet)
+	require.NoError(t, err)
+	require.Equal(t, 2, unknownFields)
+	require.Equal(t, []Message{
+		&Alive{Name: "n", Incarnation: 7, Versions: Versions{ProtocolMin: 1, ProtocolMax: 2}},
+		&Unknown{Kind: 10},
+		&Ack{Seq: 42},
+	}, msgs)
+	_, unknownFields, err = DecodePacketCounted(unhex(t, "01 03 91 2a"))
+	require.NoError(t, err)
+	require.Zero(t, unknownFields)
 }
