@@ -1,13 +1,17 @@
 #!/bin/sh
-# Removes what chaos suite runs whose process has died left behind (`make
-# chaos` runs this after the suite, pass or fail; `make chaos-clean` alone).
+# Removes what chaos suite and upgrade test runs whose process has died left
+# behind (`make chaos` and `make upgrade` run this after the test, pass or
+# fail; `make chaos-clean` alone).
 # The suite cleans up after itself, but not when its process is killed: a
 # go test -timeout, a signal, a CI job cancelled. Its names carry the pid of
 # the process that made them (netns.go), so a run still going is left alone:
 #
 #   - each namespace swimchaos-<pid>, with the agents still in it (SIGCONT
 #     first, for stopped ones, then SIGKILL);
-#   - each agent build $TMPDIR/swimchaos-bin-<pid>-*.
+#   - each agent build $TMPDIR/swimchaos-bin-<pid>-*;
+#   - each checkout of an older commit $TMPDIR/swimchaos-src-<pid>-*: its
+#     git worktree src is removed from the repository (this script runs from
+#     the repository's top directory), then the directory.
 #
 # The logs of failed runs ($TMPDIR/swimchaos-logs-*) stay, to be read.
 
@@ -37,6 +41,16 @@ for d in "${TMPDIR:-/tmp}"/swimchaos-bin-*; do
 	pid=${pid%%-*}
 	alive "$pid" && continue
 	echo "chaos-clean: removing $d"
+	rm -rf "$d" || status=1
+done
+for d in "${TMPDIR:-/tmp}"/swimchaos-src-*; do
+	[ -d "$d" ] || continue
+	pid=${d##*/swimchaos-src-}
+	pid=${pid%%-*}
+	alive "$pid" && continue
+	echo "chaos-clean: removing the checkout $d"
+	# Fails when the worktree was never added or is gone already.
+	git worktree remove --force "$d/src" 2>/dev/null
 	rm -rf "$d" || status=1
 done
 exit $status

@@ -54,6 +54,7 @@ type Agent struct {
 	Port int
 	UID  int
 
+	runs int // processes started under this name so far
 	cmd  *exec.Cmd
 	done chan struct{} // closed when its stdout is drained and it is reaped
 	err  error         // from Wait, valid once done is closed
@@ -132,14 +133,14 @@ func StartCluster(ns *Namespace, cfg ClusterConfig, readyWithin time.Duration) (
 	fail := func(err error) (*Cluster, error) {
 		return nil, errors.Join(err, c.Close())
 	}
-	if err := c.start(c.Agents[0], ""); err != nil {
+	if err := c.start(c.Agents[0], cfg.Bin, ""); err != nil {
 		return fail(err)
 	}
 	if !WaitUntil(readyWithin, func() bool { return c.ready(c.Agents[0]) }) {
 		return fail(fmt.Errorf("%s printed no ready line within %v", c.Agents[0].Name, readyWithin))
 	}
 	for _, a := range c.Agents[1:] {
-		if err := c.start(a, c.Agents[0].Addr()); err != nil {
+		if err := c.start(a, cfg.Bin, c.Agents[0].Addr()); err != nil {
 			return fail(err)
 		}
 	}
@@ -151,8 +152,11 @@ func StartCluster(ns *Namespace, cfg ClusterConfig, readyWithin time.Duration) (
 	return c, nil
 }
 
-// start starts agent a, joining through seed unless it is "".
-func (c *Cluster) start(a *Agent, seed string) error {
+// start starts agent a from the binary bin, joining through seed unless it
+// is "". Its stderr goes to LogDir/<name>.log for its first process and
+// LogDir/<name>.<k>.log for its k-th restart, so a restart keeps the
+// previous process's log.
+func (c *Cluster) start(a *Agent, bin, seed string) error {
 	uid := strconv.Itoa(a.UID)
 	args := []string{
 		// setpriv execs the agent in turn, so the process ip starts is the
@@ -160,7 +164,7 @@ func (c *Cluster) start(a *Agent, seed string) error {
 		// changes (which clears it): if the suite dies without cleaning
 		// up, its agents die with it.
 		"--reuid", uid, "--regid", uid, "--clear-groups", "--pdeathsig", "SIGKILL",
-		c.cfg.Bin, "-name", a.Name, "-bind", "127.0.0.1", "-port", strconv.Itoa(a.Port), "-profile", c.cfg.Profile,
+		bin, "-name", a.Name, "-bind", "127.0.0.1", "-port", strconv.Itoa(a.Port), "-profile", c.cfg.Profile,
 	}
 	if len(c.cfg.Keys) > 0 {
 		// On the command line, where any local user can read it: fine
@@ -178,7 +182,11 @@ func (c *Cluster) start(a *Agent, seed string) error {
 		Pdeathsig: syscall.SIGKILL,
 		Setpgid:   true, // a ^C at the terminal reaches the suite, not the agents
 	}
-	stderr, err := os.Create(filepath.Join(c.cfg.LogDir, a.Name+".log"))
+	logName := a.Name + ".log"
+	if a.runs > 0 {
+		logName = fmt.Sprintf("%s.%d.log", a.Name, a.runs)
+	}
+	stderr, err := os.Create(filepath.Join(c.cfg.LogDir, logName))
 	if err != nil {
 		return err
 	}
@@ -192,8 +200,10 @@ func (c *Cluster) start(a *Agent, seed string) error {
 		return fmt.Errorf("start %s: %w", a.Name, err)
 	}
 	a.cmd = cmd
+	a.runs++
+	done := a.done // a restart gives a a new channel once this one is closed
 	go func() {
-		defer close(a.done)
+		defer close(done)
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {

@@ -2,8 +2,10 @@
 // a private network namespace, faults injected by the kernel, and assertions
 // on the JSON event lines the agents print.
 //
-// The suite itself is TestChaos (run it with `make chaos`); this package
-// holds its helpers:
+// The suite itself is TestChaos (run it with `make chaos`). TestUpgrade
+// (`make upgrade`) uses the same harness for a rolling upgrade: agents built
+// at an older commit (AddCheckout, BuildAgentAt) replaced one at a time by
+// the working tree's (Cluster.Restart). This package holds their helpers:
 //
 //   - EnsureTools installs ip, nft and setpriv when they are missing, and
 //     CleanStaleNamespaces removes what an earlier run that died left behind.

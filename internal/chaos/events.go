@@ -98,6 +98,15 @@ func (l *EventLog) View(observer, member string) string {
 	return l.views[observer][member]
 }
 
+// ForgetViews drops what observer's events said of the other members, but
+// not the events: a process restarted under observer's name starts with an
+// empty view, and its views must come from its own events only.
+func (l *EventLog) ForgetViews(observer string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.views, observer)
+}
+
 // Select returns a copy of the events for which keep returns true, in the
 // order they were read.
 func (l *EventLog) Select(keep func(Event) bool) []Event {
