@@ -96,9 +96,10 @@ chaos-clean:
 # It fails on any death (nobody crashes), on a stopped member reported
 # anything but left, on accusations of running members, or when the
 # cluster does not converge after a step; it logs each step's times.
-# UPGRADE_FROM should be the previous release tag; until a release tag with
-# a versioned wire exists (v0.1.0 will be the first), it is ba56520, the
-# last commit before the versioned wire. Two passes of about 90 seconds,
+# UPGRADE_FROM should be the previous release tag. v0.1.0 is the first
+# release and has no versioned predecessor, so until the next release is
+# cut it is ba56520, the last commit before the versioned wire (protocol
+# 1); from then on, the release before it. Two passes of about 90 seconds,
 # as for chaos: "plain", then "secure" (-upgrade.secure: every agent with
 # one AES-256 key and a cluster label); UPGRADE_PASSES=plain runs one;
 # extra flags for both: make upgrade UPGRADE_FLAGS='-upgrade.soak 60s'.
