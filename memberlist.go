@@ -283,12 +283,18 @@ func (ml *Memberlist) NumMembers() int {
 
 // LocalMember returns this member as the cluster sees it; it waits as
 // Members does. Its Addr is the advertised address (with the real port when
-// BindPort is 0).
+// BindPort is 0). After Shutdown its State is StateLeft if it left first,
+// StateDead otherwise: it no longer runs.
 func (ml *Memberlist) LocalMember() Member {
 	ml.mu.RLock()
 	defer ml.mu.RUnlock()
 	mb := ml.machine.LocalMember()
 	mb.Meta = bytes.Clone(mb.Meta)
+	if ml.closed && mb.State != StateLeft {
+		// Shut down without leaving: to the cluster it has failed, and
+		// it answers no probe any more.
+		mb.State = StateDead
+	}
 	return mb
 }
 
@@ -367,7 +373,9 @@ wait:
 // Leave announces that this member leaves the cluster gracefully and waits
 // until the announcement has been sent enough times (or there is nobody to
 // tell), or ctx ends. Peers then report this member as left, not failed.
-// The member keeps running (and answering probes) until Shutdown.
+// The member keeps running (and answering probes) until Shutdown. Leave is
+// idempotent: a later call waits for the same announcement and returns nil.
+// A ctx already done returns its error at once, without leaving.
 func (ml *Memberlist) Leave(ctx context.Context) error {
 	if ml.isShutdown() {
 		return ErrShutdown
@@ -378,11 +386,17 @@ func (ml *Memberlist) Leave(ctx context.Context) error {
 	var done chan struct{}
 	var leaveErr error
 	err := ml.input(func(now time.Time) {
+		if ml.leaveDone != nil {
+			// A second Leave: the member is leaving already, and
+			// this call waits for the same announcement.
+			done = ml.leaveDone
+			return
+		}
 		if leaveErr = ml.machine.Leave(now); leaveErr != nil {
 			return
 		}
-		// Only the first Leave gets here (the Machine refuses the
-		// next), so the channel is made once; output closes it.
+		// Only the first Leave gets here, so the channel is made
+		// once; output closes it.
 		ml.leaveDone = make(chan struct{})
 		done = ml.leaveDone
 	})

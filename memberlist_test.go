@@ -165,6 +165,7 @@ func TestCrashedMemberIsReportedDead(t *testing.T) {
 	members := startCluster(t, 5)
 	victim := members[4]
 	require.NoError(t, victim.Shutdown()) // no Leave: to the others it crashed
+	require.Equal(t, StateDead, victim.LocalMember().State, "a member shut down does not claim to be alive")
 
 	require.Eventually(t, func() bool {
 		for _, m := range members[:4] {
@@ -185,8 +186,9 @@ func TestGracefulLeaveIsReportedLeft(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	require.NoError(t, leaver.Leave(ctx))
-	require.ErrorIs(t, leaver.Leave(ctx), ErrLeft, "leaving twice")
+	require.NoError(t, leaver.Leave(ctx), "leaving twice is leaving")
 	require.NoError(t, leaver.Shutdown())
+	require.Equal(t, StateLeft, leaver.LocalMember().State, "it left before it stopped")
 
 	require.Eventually(t, func() bool {
 		for _, m := range members[:3] {
@@ -208,6 +210,12 @@ func TestLeaveAloneReturnsAtOnce(t *testing.T) {
 	require.NoError(t, m.Leave(ctx), "nobody to tell")
 	require.Zero(t, m.NumMembers(), "a member that left is not live")
 	require.Equal(t, StateLeft, m.LocalMember().State)
+
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	require.ErrorIs(t, m.UpdateMeta(done, []byte("x")), context.Canceled, "a ctx already done acts on nothing")
+	require.Empty(t, m.LocalMember().Meta)
+	require.NoError(t, m.Leave(ctx), "leaving twice is leaving")
 }
 
 // TestCallbackMayCallMethods checks principle 3: events are delivered
