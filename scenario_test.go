@@ -1194,21 +1194,26 @@ func (w *scenWorld) cmdJoinStart(a *scenArgs, _ []string) error {
 	return nil
 }
 
+// inbound reads what recv and stream share: the node, the sender
+// (from=NAME) and the payload (input lines or raw=HEX).
+func (w *scenWorld) inbound(a *scenArgs, input []string) (n *scenNode, fromName string, from netip.AddrPort, data []byte, err error) {
+	if n, err = w.node(a); err != nil {
+		return nil, "", netip.AddrPort{}, nil, err
+	}
+	fromName = a.str("from", "")
+	if from, err = w.mustAddr(fromName); err != nil {
+		return nil, "", netip.AddrPort{}, nil, err
+	}
+	data, err = w.payload(a, input, fromName, n.name)
+	return n, fromName, from, data, err
+}
+
 // cmdRecv: recv NODE from=NAME [repeat=N] [raw=HEX], with the messages
 // as input lines, hands NODE one packet carrying them (N times) and prints
 // what it answers. A Machine's answers to other Machines are queued for
 // deliver.
 func (w *scenWorld) cmdRecv(a *scenArgs, input []string) error {
-	n, err := w.node(a)
-	if err != nil {
-		return err
-	}
-	fromName := a.str("from", "")
-	from, err := w.mustAddr(fromName)
-	if err != nil {
-		return err
-	}
-	data, err := w.payload(a, input, fromName, n.name)
+	n, fromName, from, data, err := w.inbound(a, input)
 	if err != nil {
 		return err
 	}
@@ -1229,16 +1234,7 @@ func (w *scenWorld) cmdRecv(a *scenArgs, input []string) error {
 // cmdStream: stream NODE from=NAME [raw=HEX], with the request's messages
 // as input lines, hands NODE a stream request and prints its reply.
 func (w *scenWorld) cmdStream(a *scenArgs, input []string) error {
-	n, err := w.node(a)
-	if err != nil {
-		return err
-	}
-	fromName := a.str("from", "")
-	from, err := w.mustAddr(fromName)
-	if err != nil {
-		return err
-	}
-	data, err := w.payload(a, input, fromName, n.name)
+	n, _, from, data, err := w.inbound(a, input)
 	if err != nil {
 		return err
 	}

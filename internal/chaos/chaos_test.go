@@ -229,22 +229,7 @@ func setup(t *testing.T) *suite {
 	binDir, err := NewBinDir("")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(binDir) })
-	logDir, err := os.MkdirTemp("", "swimchaos-logs-")
-	require.NoError(t, err)
-	var log *EventLog // set once the cluster runs
-	t.Cleanup(func() {
-		if !t.Failed() && !*flagKeepLogs {
-			_ = os.RemoveAll(logDir)
-			return
-		}
-		if log != nil {
-			if f, err := os.Create(filepath.Join(logDir, "events.jsonl")); err == nil {
-				_ = log.WriteJSONL(f)
-				_ = f.Close()
-			}
-		}
-		t.Logf("agent logs (stderr) and events.jsonl (every event line) kept in %s", logDir)
-	})
+	logDir, log := agentLogDir(t, *flagKeepLogs)
 
 	start := time.Now()
 	bin, err := BuildAgent("go", binDir)
@@ -271,7 +256,7 @@ func setup(t *testing.T) *suite {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	log = c.Log
+	*log = c.Log
 	if *flagSecure {
 		// The agent prints its keyring (ListKeys, Plaintext) right after
 		// its ready line: the key must have reached every Memberlist.
@@ -773,4 +758,29 @@ func describe(events []Event, most int) string {
 		parts = append(parts, fmt.Sprintf("%s inc %d at %s", d, e.Inc, e.Time().Format("15:04:05.000")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// agentLogDir makes the directory the agents' stderr logs go to. It is
+// removed when the test passes (unless keep); when it fails, it is kept and
+// the event lines are written beside the logs. Set *log once the cluster
+// runs.
+func agentLogDir(t *testing.T, keep bool) (dir string, log **EventLog) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "swimchaos-logs-")
+	require.NoError(t, err)
+	log = new(*EventLog)
+	t.Cleanup(func() {
+		if !t.Failed() && !keep {
+			_ = os.RemoveAll(dir)
+			return
+		}
+		if *log != nil {
+			if f, err := os.Create(filepath.Join(dir, "events.jsonl")); err == nil {
+				_ = (*log).WriteJSONL(f)
+				_ = f.Close()
+			}
+		}
+		t.Logf("agent logs (stderr) and events.jsonl (every event line) kept in %s", dir)
+	})
+	return dir, log
 }

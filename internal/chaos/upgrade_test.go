@@ -250,22 +250,7 @@ func (u *upgrade) setup() {
 		}
 	}
 
-	logDir, err := os.MkdirTemp("", "swimchaos-logs-")
-	require.NoError(t, err)
-	var log *EventLog // set once the cluster runs
-	t.Cleanup(func() {
-		if !t.Failed() && !*flagUpKeepLogs {
-			_ = os.RemoveAll(logDir)
-			return
-		}
-		if log != nil {
-			if f, err := os.Create(filepath.Join(logDir, "events.jsonl")); err == nil {
-				_ = log.WriteJSONL(f)
-				_ = f.Close()
-			}
-		}
-		t.Logf("agent logs (stderr) and events.jsonl (every event line) kept in %s", logDir)
-	})
+	logDir, log := agentLogDir(t, *flagUpKeepLogs)
 
 	cc := ClusterConfig{
 		N: *flagUpN, Profile: *flagUpProfile, Bin: u.bins[binOld],
@@ -285,7 +270,7 @@ func (u *upgrade) setup() {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	log = c.Log
+	*log = c.Log
 	u.c = c
 	for _, a := range c.Agents {
 		u.running[a.Name] = binOld
