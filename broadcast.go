@@ -7,10 +7,11 @@ import (
 	"github.com/swim-go/swim/internal/wire"
 )
 
-// broadcast is one membership delta waiting to be piggybacked: an encoded
-// frame plus how often it has been sent.
+// broadcast is one delta waiting to be piggybacked, a membership change
+// or an application's broadcast: an encoded frame plus how often it has
+// been sent.
 type broadcast struct {
-	key       string // member name; a newer delta about the same member replaces this one
+	key       string // a newer delta with the same key replaces this one
 	frame     []byte
 	transmits int
 	// lastPacket stamps the packet that last took this delta, so one packet
@@ -19,7 +20,13 @@ type broadcast struct {
 	removed    bool
 	// proto is the protocol version a receiver must speak to be sent this
 	// delta (wire.Versions); 1, every member, for all but new kinds.
-	proto      uint8
+	proto uint8
+	// An application's broadcast: its place in its origin's order, so that
+	// an older one never replaces a newer one with the same key; and, at
+	// its origin, the id under which its fate is reported (0: none).
+	epoch      uint64
+	seq        uint32
+	notify     uint64
 	prev, next *broadcast
 }
 
@@ -62,19 +69,25 @@ func (l *bucketList) remove(b *broadcast) {
 // delta is sent a limited number of times, RetransmitMult·ceil(log10(N+1)),
 // which reaches every member with high probability in O(log N) periods. A
 // newer delta about a member invalidates the queued one. When the queue is
-// over its limit, the deltas sent most often go first.
+// over its limits (a count, and for applications' broadcasts bytes too),
+// the deltas sent most often go first.
 type broadcastQueue struct {
-	buckets []bucketList // index: transmit count
-	byKey   map[string]*broadcast
-	n       int
-	peak    int // most deltas pending since byKey was last made
-	limit   int
-	packet  uint64
-	dropped uint64
+	buckets   []bucketList // index: transmit count
+	byKey     map[string]*broadcast
+	n         int
+	bytes     int // of the frames queued
+	peak      int // most deltas pending since byKey was last made
+	limit     int
+	byteLimit int // 0: none
+	packet    uint64
+	dropped   uint64
+	// done collects the fates of the deltas that carry a notify id, for
+	// the Machine to report (Ready.Outcomes).
+	done []Outcome
 }
 
-func newBroadcastQueue(limit int) *broadcastQueue {
-	return &broadcastQueue{byKey: make(map[string]*broadcast), limit: limit}
+func newBroadcastQueue(limit, byteLimit int) *broadcastQueue {
+	return &broadcastQueue{byKey: make(map[string]*broadcast), limit: limit, byteLimit: byteLimit}
 }
 
 // Len is the number of pending deltas.
@@ -90,27 +103,65 @@ func (q *broadcastQueue) bucket(i int) *bucketList {
 // queue adds a delta about key, replacing any pending delta about it, and
 // returns it so the caller can watch it (a leave waits until it was sent).
 func (q *broadcastQueue) queue(key string, frame []byte) *broadcast {
-	if old, ok := q.byKey[key]; ok {
-		q.unlink(old)
-	}
 	b := &broadcast{key: key, frame: frame, proto: 1}
-	q.byKey[key] = b
+	q.add(b)
+	return b
+}
+
+// queueOrdered adds b unless a delta with its key is queued that comes
+// later in its origin's order (epoch, seq), which it must not replace; it
+// reports whether b was queued.
+func (q *broadcastQueue) queueOrdered(b *broadcast) bool {
+	if old, ok := q.byKey[b.key]; ok && (old.epoch > b.epoch || old.epoch == b.epoch && old.seq >= b.seq) {
+		return false
+	}
+	q.add(b)
+	return true
+}
+
+func (q *broadcastQueue) add(b *broadcast) {
+	if old, ok := q.byKey[b.key]; ok {
+		q.unlink(old)
+		q.finish(old, ErrBroadcastReplaced)
+	}
+	q.byKey[b.key] = b
 	q.bucket(0).pushFront(b)
 	q.n++
+	q.bytes += len(b.frame)
 	q.peak = max(q.peak, q.n)
-	for q.n > q.limit {
+	for q.n > q.limit || q.byteLimit > 0 && q.bytes > q.byteLimit {
 		q.dropMostSent()
 	}
-	return b
+}
+
+// finish records the fate of b, if its origin waits for it.
+func (q *broadcastQueue) finish(b *broadcast, err error) {
+	if b.notify != 0 {
+		q.done = append(q.done, Outcome{ID: b.notify, Err: err})
+		b.notify = 0
+	}
+}
+
+// takeDone returns the fates recorded since the last call.
+func (q *broadcastQueue) takeDone() []Outcome {
+	d := q.done
+	q.done = nil
+	return d
 }
 
 func (q *broadcastQueue) unlink(b *broadcast) {
 	q.bucket(b.transmits).remove(b)
+	q.forget(b)
+}
+
+// forget drops b, already out of its bucket, from the index and counts.
+func (q *broadcastQueue) forget(b *broadcast) {
 	if q.byKey[b.key] == b {
 		delete(q.byKey, b.key)
 	}
 	b.removed = true
 	q.n--
+	q.bytes -= len(b.frame)
 	q.shrinkIfEmpty()
 }
 
@@ -130,6 +181,7 @@ func (q *broadcastQueue) dropMostSent() {
 		if t := q.buckets[i].tail; t != nil {
 			q.unlink(t)
 			q.dropped++
+			q.finish(t, ErrBroadcastDropped)
 			return
 		}
 	}
@@ -148,10 +200,16 @@ const maxSkips = 32
 // protocol proto reads, counting one transmission for each, and retires
 // those sent limit times. It returns the frames and the bytes used.
 func (q *broadcastQueue) take(frames [][]byte, budget, limit int, proto uint8) ([][]byte, int) {
+	q.packet++
+	return q.takeMore(frames, budget, limit, proto)
+}
+
+// takeMore is take for the packet the last take began: a delta that one
+// took is not taken again.
+func (q *broadcastQueue) takeMore(frames [][]byte, budget, limit int, proto uint8) ([][]byte, int) {
 	if q.n == 0 {
 		return frames, 0
 	}
-	q.packet++
 	used, skips := 0, 0
 	for i := 0; i < len(q.buckets) && skips < maxSkips; i++ {
 		for b := q.buckets[i].head; b != nil && skips < maxSkips; {
@@ -175,10 +233,8 @@ func (q *broadcastQueue) take(frames [][]byte, budget, limit int, proto uint8) (
 			q.buckets[i].remove(b)
 			b.transmits++
 			if b.transmits >= limit {
-				delete(q.byKey, b.key)
-				b.removed = true
-				q.n--
-				q.shrinkIfEmpty()
+				q.forget(b)
+				q.finish(b, nil)
 			} else {
 				q.bucket(b.transmits).pushFront(b)
 			}
@@ -197,7 +253,7 @@ func (q *broadcastQueue) take(frames [][]byte, budget, limit int, proto uint8) (
 // Members recently declared dead are among the targets, so one that was
 // wrongly declared dead learns it and refutes.
 func (m *Machine) tickGossip(now time.Time) {
-	if m.cfg.GossipInterval <= 0 || now.Before(m.nextGossip) || m.bq.Len() == 0 {
+	if m.cfg.GossipInterval <= 0 || now.Before(m.nextGossip) || m.bq.Len()+m.uq.Len() == 0 {
 		return
 	}
 	m.nextGossip = now.Add(m.cfg.GossipInterval)
@@ -242,7 +298,9 @@ func (m *Machine) gossip(fanout int) {
 		picked = append(picked, s)
 	}
 	for _, s := range picked {
-		if !m.sendGossip(m.addrOf(s)) {
+		// Nothing sent: nothing left, unless this target's release
+		// reads none of the broadcasts waiting.
+		if !m.sendGossip(m.addrOf(s)) && m.bq.Len() == 0 && m.protocolAt(m.addrOf(s)) >= wire.ProtocolUser {
 			break
 		}
 	}

@@ -190,9 +190,10 @@ type Config struct {
 	// ping), requests and replies alike, their envelope (label,
 	// encryption) included; a peer announcing more is refused
 	// before anything is read, and counted (StreamsTooLarge).
-	// 0 derives it from MaxMembers and MaxMetaSize: room for a push-pull of
-	// MaxMembers members, each with MaxMetaSize bytes of metadata and a
-	// long name (about 13 MiB at the LAN defaults), at most 32 MiB. The
+	// 0 derives it from MaxMembers, MaxMetaSize and MaxStateSize: room for
+	// a push-pull of MaxMembers members, each with MaxMetaSize bytes of
+	// metadata and a long name, and the application's state (about 14 MiB
+	// at the LAN defaults), at most 32 MiB. The
 	// inbound requests being read or handled at once may hold
 	// 4·MaxStreamBytes together; one that would take them over is refused
 	// (StreamsOverBudget).
@@ -257,6 +258,42 @@ type Config struct {
 	// Events receives membership events on a goroutine of its own, in order.
 	// Nil discards them.
 	Events EventHandler
+	// Messages receives what other members send this one with
+	// SendBestEffort, SendReliable and Broadcast, on the goroutine that
+	// runs Events, in order with the events: a member's join is seen
+	// before its first message. Nil drops them, counted
+	// (MemberlistStats.MessagesUnhandled).
+	Messages MessageHandler
+	// MessageBuffer bounds the messages waiting for the Messages handler;
+	// past it they are dropped, counted (MessagesDropped) and logged.
+	// Default 1024.
+	MessageBuffer int
+	// MaxMessageSize bounds a SendReliable payload, sent and received:
+	// a member refuses a larger one before reading it whole. 0 means 1
+	// MiB, or MaxStreamBytes less 1 KiB if that is smaller; more than
+	// that is refused by Validate.
+	MaxMessageSize int
+	// UserBroadcastLimit and UserBroadcastBytes bound the queue of
+	// applications' broadcasts waiting to be sent or relayed, in count and
+	// in bytes; past either, those sent most often are dropped, counted
+	// (UserBroadcastsDropped), and their origin's Broadcast learns it
+	// (ErrBroadcastDropped). Defaults 1024 and 1 MiB.
+	UserBroadcastLimit int
+	UserBroadcastBytes int
+	// State, if set, exchanges the application's state with peers: its
+	// LocalState travels with every push-pull this member sends (joins,
+	// the periodic anti-entropy exchange and its replies), and what peers
+	// send is handed to its MergeRemoteState (memberlist's LocalState and
+	// MergeRemoteState). Both are called outside every lock, on the
+	// goroutine of the exchange. Releases that know no application state
+	// skip it.
+	State StateDelegate
+	// MaxStateSize bounds the application state of one push-pull, sent and
+	// received: a LocalState over it is not sent, a peer's is not merged;
+	// both are counted and logged. 0 means 1 MiB, or half of
+	// MaxStreamBytes when that is set and smaller. A MaxStreamBytes of 0
+	// makes room for it.
+	MaxStateSize int
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
 }
@@ -287,6 +324,9 @@ func DefaultLANConfig() *Config {
 		BroadcastQueueLimit:     4096,
 		MaxConcurrentStreams:    32,
 		EventBuffer:             1024,
+		MessageBuffer:           1024,
+		UserBroadcastLimit:      1024,
+		UserBroadcastBytes:      1 << 20,
 		MaxMembers:              16384,
 		MaxStreamsPerSource:     4,
 		AlignedProbing:          true,
@@ -429,6 +469,20 @@ func (c *Config) Validate() error {
 		return bad("MaxConcurrentStreams", "must be at least 1")
 	case c.EventBuffer < 1:
 		return bad("EventBuffer", "must be at least 1")
+	case c.MessageBuffer < 1:
+		return bad("MessageBuffer", "must be at least 1")
+	case c.UserBroadcastLimit < 1:
+		return bad("UserBroadcastLimit", "must be at least 1")
+	case c.UserBroadcastBytes < c.PacketBudget:
+		return bad("UserBroadcastBytes", fmt.Sprintf("must hold at least one packet (PacketBudget %d)", c.PacketBudget))
+	case c.MaxMessageSize < 0:
+		return bad("MaxMessageSize", "must not be negative")
+	case c.MaxStateSize < 0:
+		return bad("MaxStateSize", "must not be negative")
+	case c.MaxStateSize > c.maxStreamBytes():
+		return bad("MaxStateSize", fmt.Sprintf("must fit MaxStreamBytes (%d)", c.maxStreamBytes()))
+	case c.MaxMessageSize > c.maxStreamBytes()-1<<10:
+		return bad("MaxMessageSize", fmt.Sprintf("must leave 1 KiB of MaxStreamBytes (%d) for framing", c.maxStreamBytes()))
 	case c.MaxMembers < 2:
 		return bad("MaxMembers", "must be at least 2")
 	case c.MaxMembers >= wire.MaxPushPullMembers:
@@ -542,7 +596,26 @@ func (c *Config) maxStreamBytes() int {
 		return c.MaxStreamBytes
 	}
 	perMember := c.MaxMetaSize + wire.MaxNameLen + wire.MaxAddrLen + 24
-	return min(c.MaxMembers*perMember+64<<10, wire.MaxStreamMessageSize)
+	return min(c.MaxMembers*perMember+64<<10+c.maxStateSize(), wire.MaxStreamMessageSize)
+}
+
+// maxStateSize is MaxStateSize with 0 resolved (see there).
+func (c *Config) maxStateSize() int {
+	switch {
+	case c.MaxStateSize > 0:
+		return c.MaxStateSize
+	case c.MaxStreamBytes > 0:
+		return min(1<<20, c.MaxStreamBytes/2)
+	}
+	return 1 << 20
+}
+
+// maxMessageSize is MaxMessageSize with 0 resolved (see there).
+func (c *Config) maxMessageSize() int {
+	if c.MaxMessageSize > 0 {
+		return c.MaxMessageSize
+	}
+	return min(1<<20, c.maxStreamBytes()-1<<10)
 }
 
 // versions is what this member announces: the protocol range of this

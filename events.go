@@ -8,17 +8,27 @@ import (
 	"go.uber.org/zap"
 )
 
-// eventQueue holds the events waiting for the Events handler. It is a fifo
-// under a mutex rather than a buffered channel: a channel allocates all
-// EventBuffer slots up front (about 100 KiB per member at the default
-// 1,024), while the queue is nearly always empty. The goroutine that feeds
-// the Machine an input pushes its events (under Memberlist.mu, so they keep
-// the Machine's order), the dispatcher pops; wake (capacity 1) tells the
-// dispatcher there is work.
+// eventQueue holds the events waiting for the Events handler and the
+// messages waiting for the Messages handler, in the order the Machine made
+// them. It is a fifo under a mutex rather than a buffered channel: a
+// channel allocates all its slots up front (about 100 KiB per member at the
+// default 1,024 events), while the queue is nearly always empty. The
+// goroutine that feeds the Machine an input pushes (under Memberlist.mu,
+// so they keep the Machine's order), the dispatcher pops; wake (capacity
+// 1) tells the dispatcher there is work.
 type eventQueue struct {
-	mu    sync.Mutex
-	queue fifo[Event]
-	wake  chan struct{}
+	mu       sync.Mutex
+	queue    fifo[delivery]
+	events   int // events in queue
+	messages int // messages in queue
+	wake     chan struct{}
+}
+
+// delivery is one item for the dispatcher: an event, or a message when msg
+// is set.
+type delivery struct {
+	event Event
+	msg   *Message
 }
 
 func newEventQueue() *eventQueue {
@@ -30,17 +40,10 @@ func newEventQueue() *eventQueue {
 // already waiting the event is dropped and counted; the first drop of a run
 // is logged as a warning (one line per overflow, not one per event).
 func (ml *Memberlist) queueEvent(e Event) {
-	q := ml.events
-	if q == nil {
+	if ml.cfg.Events == nil {
 		return // no handler: nothing to deliver to
 	}
-	q.mu.Lock()
-	full := q.queue.len() >= ml.cfg.EventBuffer
-	if !full {
-		q.queue.push(e)
-	}
-	q.mu.Unlock()
-	if full {
+	if !ml.events.push(delivery{event: e}, ml.cfg.EventBuffer) {
 		ml.eventsDropped.Add(1)
 		if !ml.dropping {
 			ml.dropping = true
@@ -50,18 +53,73 @@ func (ml *Memberlist) queueEvent(e Event) {
 		return
 	}
 	ml.dropping = false
-	// A token already waiting covers this event too: the dispatcher
+}
+
+// queueMessage hands an application message to the dispatcher, as
+// queueEvent does an event, bounded by MessageBuffer. Without a Messages
+// handler it is dropped and counted. The caller holds ml.mu.
+func (ml *Memberlist) queueMessage(msg Message) {
+	if ml.cfg.Messages == nil {
+		ml.messagesUnhandled.Add(1)
+		return
+	}
+	if !ml.events.push(delivery{msg: &msg}, ml.cfg.MessageBuffer) {
+		ml.messagesDropped.Add(1)
+		if !ml.droppingMessages {
+			ml.droppingMessages = true
+			ml.logger.Warn("message buffer full, dropping messages; the Messages handler is too slow",
+				zap.Int("buffer", ml.cfg.MessageBuffer), zap.Stringer("kind", msg.Kind), zap.String("from", msg.From))
+		}
+		return
+	}
+	ml.droppingMessages = false
+}
+
+// push queues d unless limit items of its kind wait already, and wakes the
+// dispatcher; it reports whether d was queued.
+func (q *eventQueue) push(d delivery, limit int) bool {
+	q.mu.Lock()
+	count := &q.events
+	if d.msg != nil {
+		count = &q.messages
+	}
+	full := *count >= limit
+	if !full {
+		q.queue.push(d)
+		*count++
+	}
+	q.mu.Unlock()
+	if full {
+		return false
+	}
+	// A token already waiting covers this item too: the dispatcher
 	// empties the queue on every wake.
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
-// dispatch is the event goroutine: it calls h for each queued event, one at a
-// time and in order, holding no lock, so h may call any Memberlist method.
-// It ends at Shutdown, dropping the events still queued.
-func (ml *Memberlist) dispatch(h EventHandler) {
+func (q *eventQueue) pop() (delivery, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	d, ok := q.queue.pop()
+	if ok {
+		if d.msg != nil {
+			q.messages--
+		} else {
+			q.events--
+		}
+	}
+	return d, ok
+}
+
+// dispatch is the dispatcher goroutine: it calls the Events or Messages
+// handler for each queued item, one at a time and in order, holding no
+// lock, so a handler may call any Memberlist method. It ends at Shutdown,
+// dropping the items still queued.
+func (ml *Memberlist) dispatch() {
 	defer close(ml.dispatcherDone)
 	q := ml.events
 	for {
@@ -71,32 +129,36 @@ func (ml *Memberlist) dispatch(h EventHandler) {
 		case <-q.wake:
 		}
 		for {
-			// Checked before every event, not only when waiting: nothing
+			// Checked before every item, not only when waiting: nothing
 			// is delivered once Shutdown began.
 			select {
 			case <-ml.stop:
 				return
 			default:
 			}
-			q.mu.Lock()
-			e, ok := q.queue.pop()
-			q.mu.Unlock()
+			d, ok := q.pop()
 			if !ok {
 				break
 			}
 			ml.inCallback.Store(true)
-			callHandler(h, e)
+			callHandler(ml.cfg.Events, ml.cfg.Messages, d)
 			ml.inCallback.Store(false)
 		}
 	}
 }
 
-// callHandler calls h for e, on the dispatcher. Its frame on a goroutine's
-// stack is what tells Shutdown that it was called from an event callback
-// (calledFromCallback), so it must stay a frame of its own.
+// callHandler calls the handler for d, on the dispatcher. Its frame on a
+// goroutine's stack is what tells Shutdown that it was called from a
+// callback (calledFromCallback), so it must stay a frame of its own.
 //
 //go:noinline
-func callHandler(h EventHandler, e Event) { h.HandleEvent(e) }
+func callHandler(events EventHandler, messages MessageHandler, d delivery) {
+	if d.msg != nil {
+		messages.HandleMessage(*d.msg)
+	} else {
+		events.HandleEvent(d.event)
+	}
+}
 
 // callHandlerEntry is callHandler's entry address, as stack frames report
 // it.

@@ -14,25 +14,24 @@ import (
 // order, and the queue's memory follows the backlog, not EventBuffer.
 func TestEventQueueBoundOrderAndMemory(t *testing.T) {
 	const buffer = 100
+	busy := make(chan struct{})
+	release := make(chan struct{})
+	got := make(chan uint64, 2*buffer)
 	ml := &Memberlist{
-		cfg:            Config{EventBuffer: buffer},
+		cfg: Config{EventBuffer: buffer, Events: EventFunc(func(e Event) {
+			if e.Member.Incarnation == 0 {
+				close(busy)
+				<-release
+			}
+			got <- e.Member.Incarnation
+		})},
 		logger:         zap.NewNop(),
 		events:         newEventQueue(),
 		stop:           make(chan struct{}),
 		dispatcherDone: make(chan struct{}),
 	}
 	require.Nil(t, ml.events.queue.buf, "nothing is allocated before the first event")
-
-	busy := make(chan struct{})
-	release := make(chan struct{})
-	got := make(chan uint64, 2*buffer)
-	go ml.dispatch(EventFunc(func(e Event) {
-		if e.Member.Incarnation == 0 {
-			close(busy)
-			<-release
-		}
-		got <- e.Member.Incarnation
-	}))
+	go ml.dispatch()
 	defer func() {
 		close(ml.stop)
 		<-ml.dispatcherDone

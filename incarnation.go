@@ -421,6 +421,7 @@ func (m *Machine) reap(now time.Time) {
 		if m.cfg.ReconnectTimeout > 0 {
 			m.addTomb(&tombstone{name: m.nameOf(s), addr: m.addrOf(s), inc: s.inc(), left: s.state() == StateLeft, since: d.since})
 		}
+		delete(m.seen, m.nameOf(s)) // its broadcasts have long stopped spreading
 		m.removeEntry(s)
 		m.version++
 	}

@@ -256,6 +256,7 @@ func (ml *Memberlist) handleStreamResult(r streamResult) {
 // output is what is left of an input's output once ml.mu is released.
 type output struct {
 	packets   []Packet
+	states    []RemoteState // for Config.State, outside the lock
 	leaveDone chan struct{} // to close once the packets are sent: Leave may return
 	counted   bool          // in ml.sending
 }
@@ -277,7 +278,19 @@ func (ml *Memberlist) output() output {
 	for _, e := range rd.Events {
 		ml.queueEvent(e)
 	}
+	for _, msg := range rd.Messages {
+		ml.queueMessage(msg)
+	}
+	for _, o := range rd.Outcomes {
+		if ch, ok := ml.outcomes[o.ID]; ok {
+			delete(ml.outcomes, o.ID)
+			ch <- o.Err // buffered: the caller may have stopped waiting
+		}
+	}
 	out := output{packets: rd.Packets}
+	if ml.cfg.State != nil {
+		out.states = rd.States
+	}
 	if ml.leaveDone != nil && !ml.leaveShown && m.LeaveDone() {
 		ml.leaveShown = true
 		out.leaveDone = ml.leaveDone
@@ -293,6 +306,9 @@ func (ml *Memberlist) output() output {
 // send hands an input's packets to the transport, without holding ml.mu,
 // then wakes a Leave waiting for them.
 func (ml *Memberlist) send(out output) {
+	if len(out.states) > 0 {
+		ml.mergeStates(out.states)
+	}
 	if !out.counted {
 		return
 	}

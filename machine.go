@@ -54,11 +54,19 @@ type Ready struct {
 	Packets []Packet
 	Streams []StreamRequest
 	Events  []Event
+	// Messages are the applications' messages received, for the
+	// application (Memberlist hands them to Config.Messages).
+	Messages []Message
+	// Outcomes say what became of SendReliable and Broadcast calls.
+	Outcomes []Outcome
+	// States are the applications' states peers sent in push-pulls.
+	States []RemoteState
 }
 
 // IsEmpty reports whether there is nothing to act on.
 func (r *Ready) IsEmpty() bool {
-	return len(r.Packets) == 0 && len(r.Streams) == 0 && len(r.Events) == 0
+	return len(r.Packets) == 0 && len(r.Streams) == 0 && len(r.Events) == 0 &&
+		len(r.Messages) == 0 && len(r.Outcomes) == 0 && len(r.States) == 0
 }
 
 // NewMachine returns the core of the member cfg describes, reachable at
@@ -110,6 +118,7 @@ const (
 	streamPushPull
 	streamReconnect
 	streamPing
+	streamUser // SendReliable
 )
 
 // pendingStream is an exchange the driver is running for us.
@@ -166,9 +175,16 @@ type machineState struct {
 	suspicions  map[string]*suspicion
 	finalChecks map[uint32]*finalCheck
 
-	// dissemination (broadcast.go)
+	// dissemination (broadcast.go): membership deltas in bq, the
+	// applications' broadcasts in uq (usermsg.go)
 	bq         *broadcastQueue
+	uq         *broadcastQueue
 	nextGossip time.Time
+	// applications' broadcasts (usermsg.go): the windows of those
+	// delivered, by origin; this member's epoch and last sequence number
+	seen       map[string]*seenWindows
+	bcastEpoch uint64
+	bcastSeq   uint32
 
 	// anti-entropy and join (pushpull.go)
 	streams       map[uint64]pendingStream
@@ -220,7 +236,10 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.tombByName = make(map[string]*tombstone)
-	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit)
+	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit, 0)
+	m.uq = newBroadcastQueue(cfg.UserBroadcastLimit, cfg.UserBroadcastBytes)
+	m.seen = make(map[string]*seenWindows)
+	m.bcastEpoch = epochOf(now)
 	m.selfName = cfg.Name
 	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), StateAlive, 0, now)
 	m.version = 1
@@ -264,6 +283,7 @@ func cloneBytes(b []byte) []byte {
 
 // Ready returns and clears the outputs accumulated so far.
 func (m *Machine) Ready() Ready {
+	m.out.Outcomes = append(m.out.Outcomes, m.uq.takeDone()...)
 	r := m.out
 	m.out = Ready{}
 	return r
@@ -278,6 +298,9 @@ func (m *Machine) Stats() Stats {
 	s := m.stats
 	s.BroadcastsDropped = m.bq.dropped
 	s.BroadcastQueueLen = m.bq.Len()
+	s.UserBroadcastsDropped = m.uq.dropped
+	s.UserBroadcastQueueLen = m.uq.Len()
+	s.UserBroadcastQueueBytes = m.uq.bytes
 	return s
 }
 
@@ -345,7 +368,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	// leave check) sees the member's new incarnation.
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
-		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack:
+		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast:
 			continue
 		case *wire.Unknown:
 			m.stats.UnknownMessages++
@@ -363,6 +386,10 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	}
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
+		case *wire.User:
+			m.handleUser(from, sender, msg)
+		case *wire.Broadcast:
+			m.handleBroadcast(sender, msg)
 		case *wire.Ack:
 			m.handleAck(now, from, msg)
 		case *wire.Nack:
@@ -400,7 +427,7 @@ func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
 			}
 		}
 	}
-	m.frames, _ = m.bq.take(m.frames, budget, m.retransmitLimit(), m.protocolAt(to))
+	m.frames = m.piggyback(m.frames, budget, to)
 	m.emit(to, m.frames)
 }
 
@@ -437,7 +464,7 @@ func (m *Machine) suspicionOf(s *memberState) *wire.Suspect {
 // sendGossip queues a packet of pending deltas alone; it reports false when
 // there was nothing to send.
 func (m *Machine) sendGossip(to netip.AddrPort) bool {
-	m.frames, _ = m.bq.take(m.frames[:0], m.packetBudget()-wire.CompoundHeaderMax, m.retransmitLimit(), m.protocolAt(to))
+	m.frames = m.piggyback(m.frames[:0], m.packetBudget()-wire.CompoundHeaderMax, to)
 	if len(m.frames) == 0 {
 		return false
 	}
@@ -554,8 +581,20 @@ type Stats struct {
 	ProbesInconclusive           uint64 // failed probes ended late: no accusation (health.go)
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit
 	BroadcastQueueLen            int    // deltas waiting now (a gauge, not a counter)
-	PushPulls, PushPullsFailed   uint64
-	StreamsExpired               uint64 // stream requests whose outcome the driver never reported, failed after twice their Timeout
-	TCPPings, TCPPingsFailed     uint64
-	Reconnects                   uint64
+	// Applications' data (usermsg.go).
+	MessagesSent               uint64 // SendBestEffort and SendReliable calls that sent
+	MessagesReceived           uint64 // messages and broadcasts handed to the driver (Ready.Messages)
+	MessagesRefused            uint64 // from an address that is no member, in another member's name, or over MaxMessageSize
+	BroadcastsQueued           uint64 // Broadcast calls
+	BroadcastsDelivered        uint64 // others' broadcasts received for the first time
+	BroadcastsDuplicate        uint64 // ... received again (or too late to tell), not delivered
+	BroadcastsRefused          uint64 // from one origin more than MaxMembers origins are tracked
+	UserBroadcastsDropped      uint64 // queue over UserBroadcastLimit or UserBroadcastBytes
+	UserBroadcastQueueLen      int    // broadcasts waiting now (a gauge)
+	UserBroadcastQueueBytes    int    // their bytes (a gauge)
+	StatesRefused              uint64 // applications' states in push-pulls over MaxStateSize, not handed on
+	PushPulls, PushPullsFailed uint64
+	StreamsExpired             uint64 // stream requests whose outcome the driver never reported, failed after twice their Timeout
+	TCPPings, TCPPingsFailed   uint64
+	Reconnects                 uint64
 }

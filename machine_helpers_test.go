@@ -159,9 +159,11 @@ type mtPkt struct {
 
 // mtOut is a decoded Ready.
 type mtOut struct {
-	Packets []mtPkt
-	Streams []StreamRequest
-	Events  []Event
+	Packets  []mtPkt
+	Streams  []StreamRequest
+	Events   []Event
+	Messages []Message
+	Outcomes []Outcome
 }
 
 // ready takes the Machine's outputs and decodes every packet, failing the
@@ -169,7 +171,7 @@ type mtOut struct {
 func (h *mt) ready() mtOut {
 	h.t.Helper()
 	r := h.m.Ready()
-	out := mtOut{Streams: r.Streams, Events: r.Events}
+	out := mtOut{Streams: r.Streams, Events: r.Events, Messages: r.Messages, Outcomes: r.Outcomes}
 	for _, p := range r.Packets {
 		msgs, err := wire.DecodePacket(p.Data)
 		require.NoError(h.t, err, "the Machine sent a packet that does not decode")

@@ -90,14 +90,18 @@ type Memberlist struct {
 
 	wg             sync.WaitGroup // the loop and the stream goroutines
 	loopDone       chan struct{}
-	dispatcherDone chan struct{} // nil without Config.Events
+	dispatcherDone chan struct{} // nil without Config.Events and Config.Messages
 	inCallback     atomic.Bool   // the dispatcher is running the Events handler, see Shutdown
 	shutdownOnce   sync.Once
 	shutdownDone   chan struct{} // closed when all but the dispatcher have ended
 	shutdownErr    error
 
-	eventsDropped  atomic.Uint64
-	streamsRefused atomic.Uint64
+	eventsDropped     atomic.Uint64
+	messagesDropped   atomic.Uint64
+	messagesUnhandled atomic.Uint64
+	statesTooLarge    atomic.Uint64
+	stateMergeErrors  atomic.Uint64
+	streamsRefused    atomic.Uint64
 
 	// Refused streams (streamlimits.go), counted and logged at most once
 	// per kind per 10 s.
@@ -118,7 +122,12 @@ type Memberlist struct {
 	leaveDone  chan struct{}          // closed when Machine.LeaveDone holds; nil before Leave
 	leaveShown bool                   // leaveDone is closed, or about to be by the input that saw LeaveDone
 	refused    []streamResult         // outbound exchanges refused for want of a slot, for the loop to report
-	dropping   bool                   // the dispatcher queue is full
+	dropping   bool                   // the dispatcher queue is full of events
+	// droppingMessages: of messages
+	droppingMessages bool
+	// outcomes routes each Outcome of the Machine (SendReliable,
+	// Broadcast) to the caller waiting for it.
+	outcomes map[uint64]chan<- error
 }
 
 // MemberlistStats are the core's counters plus the driver's own.
@@ -127,6 +136,13 @@ type MemberlistStats struct {
 	// EventsDropped counts events discarded because EventBuffer events were
 	// already waiting for the Events handler.
 	EventsDropped uint64
+	// MessagesDropped counts application messages discarded because
+	// MessageBuffer messages were already waiting for the Messages
+	// handler; MessagesUnhandled those discarded for want of one.
+	MessagesDropped, MessagesUnhandled uint64
+	// StatesTooLarge counts LocalStates over MaxStateSize, not sent;
+	// StateMergeErrors the errors MergeRemoteState returned.
+	StatesTooLarge, StateMergeErrors uint64
 	// StreamsRefused counts TCP exchanges refused because
 	// MaxConcurrentStreams exchanges in the same direction (inbound or
 	// outbound) were already in flight (and, inbound, no source address
@@ -232,6 +248,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		loopDone:     make(chan struct{}),
 		shutdownDone: make(chan struct{}),
 		joins:        make(map[uint64]*joinWaiter),
+		outcomes:     make(map[uint64]chan<- error),
 		refusals:     refusals,
 		sec:          newSecurity(&c, refusals),
 	}
@@ -244,10 +261,10 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 	ml.keys.cur.Store(kr)
 	machine.indexNames() // kept up by every input, so that Members never has to build it
-	if c.Events != nil {
+	if c.Events != nil || c.Messages != nil {
 		ml.events = newEventQueue()
 		ml.dispatcherDone = make(chan struct{})
-		go ml.dispatch(c.Events)
+		go ml.dispatch()
 	}
 	ml.mu.Lock()
 	ml.rearm()
@@ -457,14 +474,18 @@ func (ml *Memberlist) Stats() MemberlistStats {
 	st := ml.machine.Stats()
 	ml.mu.RUnlock()
 	stats := MemberlistStats{
-		Stats:            st,
-		EventsDropped:    ml.eventsDropped.Load(),
-		StreamsRefused:   ml.streamsRefused.Load(),
-		RefusedSource:    ml.sec.refusedSource.Load(),
-		RefusedLabel:     ml.sec.refusedLabel.Load(),
-		RefusedPlaintext: ml.sec.refusedPlaintext.Load(),
-		RefusedKey:       ml.sec.refusedKey.Load(),
-		RefusedTLS:       ml.sec.refusedTLS.Load(),
+		Stats:             st,
+		EventsDropped:     ml.eventsDropped.Load(),
+		MessagesDropped:   ml.messagesDropped.Load(),
+		MessagesUnhandled: ml.messagesUnhandled.Load(),
+		StatesTooLarge:    ml.statesTooLarge.Load(),
+		StateMergeErrors:  ml.stateMergeErrors.Load(),
+		StreamsRefused:    ml.streamsRefused.Load(),
+		RefusedSource:     ml.sec.refusedSource.Load(),
+		RefusedLabel:      ml.sec.refusedLabel.Load(),
+		RefusedPlaintext:  ml.sec.refusedPlaintext.Load(),
+		RefusedKey:        ml.sec.refusedKey.Load(),
+		RefusedTLS:        ml.sec.refusedTLS.Load(),
 	}
 	ml.addStreamStats(&stats)
 	return stats

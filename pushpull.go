@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -125,6 +126,9 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 		}
 		return reply, nil
 	}
+	if wire.IsUser(req) {
+		return m.handleStreamUser(from, req)
+	}
 	// Checked before decoding: a compound of push-pulls would cost a
 	// dozen times its size to decode only to be refused.
 	if err := wire.CheckSmallStreamPacket(req); err != nil {
@@ -156,8 +160,13 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 	}
 	kind := pending.kind
 	delete(m.streams, id)
-	if kind == streamPing {
+	switch kind {
+	case streamPing:
 		return m.handleStreamPingReply(now, id, resp, err)
+	case streamUser:
+		err := userReply(resp, err)
+		m.out.Outcomes = append(m.out.Outcomes, Outcome{ID: id, Err: err})
+		return err
 	}
 	if err != nil {
 		m.stats.PushPullsFailed++
@@ -221,6 +230,7 @@ func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) (from 
 		m.stats.PushPullsRefused++
 		return "", fmt.Errorf("swim: push-pull of %d members: %d large merges already in progress", pp.Count, len(m.merges))
 	}
+	m.takeState(pp, src)
 	var v wire.MemberView
 	for c := pp.Cursor(); c.Next(&v); {
 		if string(v.Name) == m.selfName {
@@ -234,6 +244,29 @@ func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) (from 
 		m.armAt(timerMerge, now)
 	}
 	return pp.From, nil
+}
+
+// RemoteState is the application state a peer sent in a push-pull, for
+// the driver to hand to the application (Memberlist: Config.State's
+// MergeRemoteState).
+type RemoteState struct {
+	From  string // the peer
+	Join  bool   // the exchange was a join, the peer's or this member's
+	State []byte
+}
+
+// takeState hands the application state in pp, if any, to the driver
+// (Ready.States), unless it is over MaxStateSize.
+func (m *Machine) takeState(pp *wire.PushPullView, src mergeSource) {
+	st := pp.State()
+	if len(st) == 0 {
+		return
+	}
+	if len(st) > m.cfg.maxStateSize() {
+		m.stats.StatesRefused++
+		return
+	}
+	m.out.States = append(m.out.States, RemoteState{From: pp.From, Join: pp.Join || src == mergeJoin, State: bytes.Clone(st)})
 }
 
 // mergeSlice is how many members of a push-pull are applied per input: a

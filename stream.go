@@ -74,7 +74,7 @@ func (ml *Memberlist) exchange(req StreamRequest) ([]byte, error) {
 	if err != nil {
 		return nil, ctxErr(ctx, err)
 	}
-	msg, err := ml.sealStream(req.Data)
+	msg, err := ml.sealStream(ml.withLocalState(req.Data))
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +154,12 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	}
 	if handleErr != nil {
 		return fmt.Errorf("handle request: %w", handleErr)
+	}
+	if ml.cfg.State != nil && wire.IsPushPull(reply) {
+		// The request's state was merged by now (input's output): the
+		// reply carries this member's state with the peer's in it.
+		_, join, _ := wire.PushPullHead(data)
+		reply = ml.appendLocalState(reply, join)
 	}
 	msg, err := ml.sealStream(reply)
 	if err != nil {

@@ -165,7 +165,7 @@ func (m *Machine) wanted(kind timerKind) bool {
 	case timerProbe:
 		return alive
 	case timerGossip:
-		return m.cfg.GossipInterval > 0 && m.bq.Len() > 0 && m.gossipTargets() > 0
+		return m.cfg.GossipInterval > 0 && m.bq.Len()+m.uq.Len() > 0 && m.gossipTargets() > 0
 	case timerPushPull:
 		return alive && m.cfg.PushPullInterval > 0 && m.numOthers() > 0
 	case timerReconnect:

@@ -43,6 +43,11 @@ type Options struct {
 	// OnHandleError, if set, is called with every error counted in
 	// Counters.HandleErrors, to help debug a scenario.
 	OnHandleError func(at time.Time, node string, err error)
+	// OnMessage, if set, is called with every application message a node
+	// receives (swim.Ready.Messages), and OnOutcome with the fate of every
+	// SendReliable and Broadcast a node made (swim.Ready.Outcomes).
+	OnMessage func(at time.Time, node string, msg swim.Message)
+	OnOutcome func(at time.Time, node string, o swim.Outcome)
 	// OnSend, if set, is called with every packet a node sends and every
 	// stream request it starts (stream true), before the network decides
 	// its fate: what an eavesdropper on the sender's link would capture.
@@ -495,6 +500,16 @@ func (c *Cluster) drain(n *SimNode) {
 	}
 	for _, e := range r.Events {
 		c.record(n, e)
+	}
+	if c.opts.OnMessage != nil {
+		for _, msg := range r.Messages {
+			c.opts.OnMessage(c.nowTime, n.name, msg)
+		}
+	}
+	if c.opts.OnOutcome != nil {
+		for _, o := range r.Outcomes {
+			c.opts.OnOutcome(c.nowTime, n.name, o)
+		}
 	}
 	c.armTimer(n)
 }

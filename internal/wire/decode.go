@@ -157,6 +157,10 @@ func decodeFrameInto(b []byte, m Message, skipped *int) error {
 		decodePushPull(&d, m)
 	case *Compound:
 		decodeCompound(&d, m)
+	case *User:
+		decodeUser(&d, m)
+	case *Broadcast:
+		decodeBroadcast(&d, m)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("", ErrTrailingBytes)
@@ -201,6 +205,10 @@ func newMessage(t Type) Message {
 		return new(PushPull)
 	case TypeCompound:
 		return new(Compound)
+	case TypeUser:
+		return new(User)
+	case TypeBroadcast:
+		return new(Broadcast)
 	}
 	return nil
 }
@@ -225,6 +233,10 @@ func newSingle(t Type) []Message {
 		return single[Dead]()
 	case TypePushPull:
 		return single[PushPull]()
+	case TypeUser:
+		return single[User]()
+	case TypeBroadcast:
+		return single[Broadcast]()
 	}
 	return nil
 }
@@ -252,18 +264,20 @@ type slabs struct {
 	suspect  []Suspect
 	dead     []Dead
 	pushPull []PushPull
+	user     []User
+	bcast    []Broadcast
 }
 
 // newSlabs counts the types of the n frames ahead of d (a copy: the real
 // pass reports any error) and allocates an array for each type present.
 func newSlabs(d decoder, n int) slabs {
-	var counts [TypeCompound]int
+	var counts [TypeBroadcast + 1]int
 	for range n {
 		f := d.raw("", math.MaxInt, false)
 		if d.err != nil || len(f) == 0 {
 			break
 		}
-		if t := Type(f[0]); t > 0 && t < TypeCompound {
+		if t := Type(f[0]); t > 0 && int(t) < len(counts) {
 			counts[t]++
 		}
 	}
@@ -276,6 +290,8 @@ func newSlabs(d decoder, n int) slabs {
 		suspect:  makeSlab[Suspect](counts[TypeSuspect]),
 		dead:     makeSlab[Dead](counts[TypeDead]),
 		pushPull: makeSlab[PushPull](counts[TypePushPull]),
+		user:     makeSlab[User](counts[TypeUser]),
+		bcast:    makeSlab[Broadcast](counts[TypeBroadcast]),
 	}
 }
 
@@ -306,6 +322,10 @@ func (s *slabs) next(t Type) Message {
 		return take(&s.dead)
 	case TypePushPull:
 		return take(&s.pushPull)
+	case TypeUser:
+		return take(&s.user)
+	case TypeBroadcast:
+		return take(&s.bcast)
 	}
 	return nil
 }
@@ -425,6 +445,31 @@ func decodeDead(d *decoder, m *Dead) {
 	d.skip("", n-4)
 	if d.err == nil {
 		m.Name, m.From, _ = pack(name, from, nil)
+	}
+}
+
+// decodeUser copies the payload apart from the name: the application may
+// keep it long after the packet is gone.
+func decodeUser(d *decoder, m *User) {
+	n := d.arrayLen("", 2, math.MaxInt)
+	from := d.raw("From", MaxNameLen, true)
+	m.Payload = d.bin("Payload", MaxStreamMessageSize)
+	d.skip("", n-2)
+	if d.err == nil {
+		m.From, _, _ = pack(from, nil, nil)
+	}
+}
+
+func decodeBroadcast(d *decoder, m *Broadcast) {
+	n := d.arrayLen("", 5, math.MaxInt)
+	origin := d.raw("Origin", MaxNameLen, true)
+	m.Epoch = d.uint("Epoch", math.MaxUint64)
+	m.Seq = uint32(d.uint("Seq", math.MaxUint32))
+	key := d.raw("Key", MaxKeyLen, true)
+	m.Payload = d.bin("Payload", MaxPacketSize)
+	d.skip("", n-5)
+	if d.err == nil {
+		m.Origin, m.Key, _ = pack(origin, key, nil)
 	}
 }
 

@@ -193,6 +193,40 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		}
 		return appendCompoundBody(b, m.Frames), nil
 
+	case *User:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkLen(TypeUser, "From", len(m.From), MaxNameLen); err != nil {
+			return b, err
+		}
+		if err := checkLen(TypeUser, "Payload", len(m.Payload), MaxStreamMessageSize); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 2)
+		b = appendString(b, m.From)
+		return appendBin(b, m.Payload), nil
+
+	case *Broadcast:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkLen(TypeBroadcast, "Origin", len(m.Origin), MaxNameLen); err != nil {
+			return b, err
+		}
+		if err := checkLen(TypeBroadcast, "Key", len(m.Key), MaxKeyLen); err != nil {
+			return b, err
+		}
+		if err := checkLen(TypeBroadcast, "Payload", len(m.Payload), MaxPacketSize); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 5)
+		b = appendString(b, m.Origin)
+		b = appendUint(b, m.Epoch)
+		b = appendUint(b, uint64(m.Seq))
+		b = appendString(b, m.Key)
+		return appendBin(b, m.Payload), nil
+
 	case nil:
 		return b, errNilMessage
 	}

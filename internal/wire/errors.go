@@ -76,6 +76,10 @@ func (t Type) String() string {
 		return "pushPull"
 	case TypeCompound:
 		return "compound"
+	case TypeUser:
+		return "user"
+	case TypeBroadcast:
+		return "broadcast"
 	}
 	return "Type(" + strconv.Itoa(int(t)) + ")"
 }

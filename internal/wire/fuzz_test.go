@@ -19,7 +19,7 @@ import (
 // seedPackets are the golden vectors plus a few edge shapes.
 func seedPackets(t testing.TB) [][]byte {
 	var seeds [][]byte
-	for _, g := range goldenCases() {
+	for _, g := range append(goldenCases(), protocol3Cases()...) {
 		seeds = append(seeds, encodeMessages(t, g.msgs))
 	}
 	for _, s := range []string{

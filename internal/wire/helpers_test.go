@@ -50,6 +50,20 @@ func goldenCases() []golden {
 	}
 }
 
+// protocol3Cases are the golden vectors of the kinds protocol 3 added
+// (ProtocolUser), which members speaking less never send.
+func protocol3Cases() []golden {
+	return []golden{
+		{"user", []Message{&User{From: "node-00002", Payload: []byte("hello")}}},
+		{"broadcast", []Message{&Broadcast{Origin: "node-00002", Epoch: 1796171455849, Seq: 7, Key: "k/1", Payload: []byte("v")}}},
+		{"broadcast-compound", []Message{
+			&Ack{Seq: 9},
+			&Broadcast{Origin: "node-00003", Epoch: 1796171455000, Seq: 70000, Payload: []byte{0, 1, 2}},
+			&Alive{Name: "node-00004", Addr: testAddr4, Incarnation: 2},
+		}},
+	}
+}
+
 // encodeMessages encodes msgs as one packet the way a sender would: a plain
 // packet for one message, a compound for several.
 func encodeMessages(t testing.TB, msgs []Message) []byte {

@@ -36,7 +36,11 @@ const (
 	// ProtocolMin is the oldest protocol this version speaks.
 	ProtocolMin uint8 = 1
 	// ProtocolMax is the newest protocol this version speaks.
-	ProtocolMax uint8 = 2
+	ProtocolMax uint8 = 3
+	// ProtocolUser is the first protocol with application data: User
+	// messages and Broadcasts. Neither is sent to a peer that announced
+	// less.
+	ProtocolUser uint8 = 3
 )
 
 // Versions is the range of protocol versions a member speaks and the range
@@ -87,6 +91,9 @@ const (
 	TypeDead     Type = 7
 	TypePushPull Type = 8
 	TypeCompound Type = 9
+	// From ProtocolUser on.
+	TypeUser      Type = 10
+	TypeBroadcast Type = 11
 )
 
 // Limits enforced by every decoder.
@@ -106,6 +113,8 @@ const (
 	MaxPushPullMembers = 1 << 20
 	// MaxLabelLen bounds a cluster label.
 	MaxLabelLen = 255
+	// MaxKeyLen bounds a Broadcast's key.
+	MaxKeyLen = 255
 )
 
 // Message is implemented by every message type.
@@ -191,6 +200,28 @@ type PushPull struct {
 	Members []MemberState
 }
 
+// User carries an application's message to one member: alone or with
+// deltas in a UDP packet, or alone on a stream (ProtocolUser).
+type User struct {
+	From    string // the sender's name, checked against where it came from
+	Payload []byte
+}
+
+// Broadcast carries an application's message to every member, piggybacked
+// and relayed like a membership delta (ProtocolUser). Origin, Epoch and
+// Seq identify it, so that each member delivers it once however often it
+// arrives: Epoch is when the origin's Machine started (milliseconds since
+// the Unix epoch) and tells a restarted origin from its former self, Seq
+// counts the origin's broadcasts within the epoch. A Key replaces, in
+// every queue it reaches, the origin's older broadcast with the same key.
+type Broadcast struct {
+	Origin  string
+	Epoch   uint64
+	Seq     uint32
+	Key     string
+	Payload []byte
+}
+
 // Unknown stands for a message of a kind this version does not know, sent
 // by a newer peer: DecodePacket returns it in the message's place instead of
 // rejecting the packet, and the receiver skips it (and counts it).
@@ -212,4 +243,6 @@ func (*Suspect) Type() Type   { return TypeSuspect }
 func (*Dead) Type() Type      { return TypeDead }
 func (*PushPull) Type() Type  { return TypePushPull }
 func (*Compound) Type() Type  { return TypeCompound }
+func (*User) Type() Type      { return TypeUser }
+func (*Broadcast) Type() Type { return TypeBroadcast }
 func (u *Unknown) Type() Type { return u.Kind }

@@ -101,6 +101,44 @@ func IsPushPull(b []byte) bool {
 	return len(b) >= 2 && b[0] == Version && Type(b[1]) == TypePushPull
 }
 
+// IsUser reports whether the packet b holds one User message alone (a
+// stream's application data, bounded by the receiver's MaxMessageSize
+// rather than MaxSmallStreamSize).
+func IsUser(b []byte) bool {
+	return len(b) >= 2 && b[0] == Version && Type(b[1]) == TypeUser
+}
+
+// AppendPushPullState adds an application's state to the push-pull packet
+// p, as written by AppendPacket or PushPullWriter: a fourth field after the
+// members, which a release that knows no application state skips, as it
+// skips every field it does not know. It extends p in place when p has
+// room. A packet that already has more than its three fields is refused
+// (ErrMalformed).
+func AppendPushPullState(p []byte, state []byte) ([]byte, error) {
+	if !IsPushPull(p) || len(p) < 3 || p[2] != mpFixArray|3 {
+		return p, fmt.Errorf("wire: push-pull state: %w: not a three-field push-pull", ErrMalformed)
+	}
+	if len(state) > MaxStreamMessageSize {
+		return p, checkLen(TypePushPull, "State", len(state), MaxStreamMessageSize)
+	}
+	p[2] = mpFixArray | 4
+	return appendBin(p, state), nil
+}
+
+// PushPullHead returns the From and Join fields of a push-pull packet
+// without reading its members.
+func PushPullHead(b []byte) (from string, join bool, err error) {
+	if !IsPushPull(b) {
+		return "", false, &DecodeError{Err: fmt.Errorf("%w: not a push-pull packet", ErrMalformed)}
+	}
+	d := decoder{b: b[2:]}
+	f, join, _ := decodePushPullHead(&d)
+	if d.err != nil {
+		return "", false, &DecodeError{Type: TypePushPull, Field: d.field, Err: d.err}
+	}
+	return string(f), join, nil
+}
+
 // PushPullView is a push-pull packet checked whole by ParsePushPull, whose
 // members Each or a PushPullCursor reads without copying them.
 type PushPullView struct {
@@ -108,6 +146,7 @@ type PushPullView struct {
 	Join  bool
 	Count int // members
 	b     []byte
+	state []byte
 }
 
 // ParsePushPull checks a stream packet holding one push-pull (see
@@ -136,6 +175,10 @@ func ParsePushPullLimit(b []byte, maxMembers int) (*PushPullView, error) {
 	return p, nil
 }
 
+// State returns the application state the push-pull carries
+// (AppendPushPullState), aliasing the packet; nil if none.
+func (p *PushPullView) State() []byte { return p.state }
+
 // Each calls visit with each member, in order.
 func (p *PushPullView) Each(visit func(*MemberView)) {
 	// ParsePushPull checked the packet: the walk cannot fail.
@@ -156,6 +199,10 @@ func (p *PushPullView) walk(visit func(*MemberView), maxMembers int) (from []byt
 		if visit != nil && d.err == nil {
 			visit(&v)
 		}
+	}
+	if extra > 0 {
+		p.state = d.raw("State", MaxStreamMessageSize, false)
+		extra--
 	}
 	d.skip("", extra)
 	if d.err != nil {

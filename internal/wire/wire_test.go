@@ -39,7 +39,7 @@ var update = flag.Bool("update", false, "rewrite the golden vectors in testdata/
 const goldenDir = "../../testdata/wire"
 
 func TestGolden(t *testing.T) {
-	for _, tc := range goldenCases() {
+	for _, tc := range append(goldenCases(), protocol3Cases()...) {
 		t.Run(tc.name, func(t *testing.T) {
 			got := encodeMessages(t, tc.msgs)
 			path := filepath.Join(goldenDir, tc.name+".hex")
@@ -101,6 +101,12 @@ func TestRoundTrip(t *testing.T) {
 			}
 			return ms
 		}()}},
+		{"user empty", &User{}},
+		{"user", &User{From: "a", Payload: []byte("payload")}},
+		{"user large", &User{From: name255, Payload: bytes.Repeat([]byte{7}, 1<<20)}},
+		{"broadcast empty", &Broadcast{}},
+		{"broadcast", &Broadcast{Origin: "o", Epoch: 1 << 41, Seq: math.MaxUint32, Key: "key", Payload: []byte("p")}},
+		{"broadcast max", &Broadcast{Origin: name255, Epoch: math.MaxUint64, Key: strings.Repeat("k", MaxKeyLen), Payload: bytes.Repeat([]byte{1}, 60000)}},
 		{"compound empty", &Compound{}},
 		{"compound", &Compound{Frames: [][]byte{{byte(TypeAck), 0x91, 0x01}, {byte(TypeNack), 0x91, 0x02}}}},
 	}
@@ -437,10 +443,10 @@ func TestDecodeAccepts(t *testing.T) {
 		{"alive without versions (protocol 1)", "01 05 94 a1 6e c0 07 c0", []Message{&Alive{Name: "n", Incarnation: 7}}},
 		{"alive with versions and a field from a newer protocol", "01 05 96 a1 6e c0 07 c0 12 a1 78",
 			[]Message{&Alive{Name: "n", Incarnation: 7, Versions: Versions{ProtocolMin: 1, ProtocolMax: 2}}}},
-		{"a kind from a newer protocol", "01 0a 91 00", []Message{&Unknown{Kind: 10}}},
+		{"a kind from a newer protocol", "01 3f 91 00", []Message{&Unknown{Kind: 0x3f}}},
 		{"type 0", "01 00 91 00", []Message{&Unknown{Kind: 0}}},
 		{"a newer kind without body", "01 ff", []Message{&Unknown{Kind: 255}}},
-		{"a newer kind in a compound", "01 09 92 c4 03 0a 91 00 c4 03 03 91 2a", []Message{&Unknown{Kind: 10}, &Ack{Seq: 42}}},
+		{"a newer kind in a compound", "01 09 92 c4 03 3f 91 00 c4 03 03 91 2a", []Message{&Unknown{Kind: 0x3f}, &Ack{Seq: 42}}},
 		{"extra field in pushpull", "01 08 94 a1 66 c2 90 c3", []Message{&PushPull{From: "f"}}},
 		{"compound of one", "01 09 91 c4 03 03 91 2a", []Message{&Ack{Seq: 42}}},
 		{"compound with bin16 frame", "01 09 91 c5 00 03 03 91 2a", []Message{&Ack{Seq: 42}}},
@@ -575,7 +581,7 @@ func TestMsgpackCodes(t *testing.T) {
 // the library reads ours back, and we read the library's non-compact output.
 func TestMsgpackLibraryInterop(t *testing.T) {
 	var msgs []Message
-	for _, g := range goldenCases() {
+	for _, g := range append(goldenCases(), protocol3Cases()...) {
 		msgs = append(msgs, g.msgs...)
 	}
 	msgs = append(msgs,
@@ -640,14 +646,14 @@ func TestGoldenProtocol1(t *testing.T) {
 func TestDecodePacketCounted(t *testing.T) {
 	packet := unhex(t, "01 09 93"+
 		" c4 0a 05 96 a1 6e c0 07 c0 12 a1 78"+ // an alive with a field after Versions
-		" c4 03 0a 91 00"+ // a kind from a newer protocol
+		" c4 03 3f 91 00"+ // a kind from a newer protocol
 		" c4 04 03 92 2a 00") // an ack with a second field
 	msgs, unknownFields, err := DecodePacketCounted(packet)
 	require.NoError(t, err)
 	require.Equal(t, 2, unknownFields)
 	require.Equal(t, []Message{
 		&Alive{Name: "n", Incarnation: 7, Versions: Versions{ProtocolMin: 1, ProtocolMax: 2}},
-		&Unknown{Kind: 10},
+		&Unknown{Kind: 0x3f},
 		&Ack{Seq: 42},
 	}, msgs)
 	_, unknownFields, err = DecodePacketCounted(unhex(t, "01 03 91 2a"))

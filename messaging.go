@@ -1,0 +1,169 @@
+package swim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// The application's data through a Memberlist: the runtime side of
+// usermsg.go. Messages others send arrive at Config.Messages.
+
+// SendBestEffort sends msg to the member named to in one UDP packet: no
+// acknowledgement, no retry, delivered at most once (memberlist's
+// SendBestEffort). It fails at once, sending nothing, when to is not a
+// live member (ErrNoSuchMember), runs a release that reads no application
+// messages (ErrPeerTooOld), or when msg does not fit one packet
+// (ErrMessageTooLarge: about PacketBudget less 40 bytes and this member's
+// name); use SendReliable for more.
+func (ml *Memberlist) SendBestEffort(to string, msg []byte) error {
+	if ml.isShutdown() {
+		return ErrShutdown
+	}
+	var sendErr error
+	if err := ml.input(func(now time.Time) { sendErr = ml.machine.SendBestEffort(now, to, msg) }); err != nil {
+		return err
+	}
+	if sendErr != nil {
+		return fmt.Errorf("swim: send to %q: %w", to, sendErr)
+	}
+	return nil
+}
+
+// SendReliable sends msg to the member named to over a TCP stream (TLS
+// and sealed as configured, like every stream) and returns once the
+// member acknowledged it, which it does when the message is handed to its
+// Messages handler's queue, or with the error that ended the exchange.
+// msg may hold up to MaxMessageSize bytes (1 MiB by default). ctx bounds
+// the wait; StreamTimeout bounds the exchange when ctx has no earlier
+// deadline. A message whose exchange failed may still have been
+// delivered: the acknowledgement may be what was lost.
+func (ml *Memberlist) SendReliable(ctx context.Context, to string, msg []byte) error {
+	if ml.isShutdown() {
+		return ErrShutdown
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	timeout := ml.cfg.StreamTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	msg = bytes.Clone(msg) // the exchange runs after this returns on ctx's end
+	done := make(chan error, 1)
+	var sendErr error
+	if err := ml.input(func(now time.Time) {
+		var id uint64
+		if id, sendErr = ml.machine.SendReliable(now, to, msg, timeout); sendErr == nil {
+			ml.outcomes[id] = done
+		}
+	}); err != nil {
+		return err
+	}
+	if sendErr != nil {
+		return fmt.Errorf("swim: send to %q: %w", to, sendErr)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("swim: send to %q: %w", to, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-ml.stop:
+		return ErrShutdown
+	}
+}
+
+// Broadcast queues msg for every other member: it rides on probes and
+// gossip next to membership news, each member passes it on as it does
+// that news (so it reaches all in O(log N) gossip rounds), and each
+// delivers it once to its Messages handler. It never travels to members
+// whose release reads no application messages.
+//
+// A non-empty key makes this broadcast replace this member's earlier one
+// with the same key wherever it is still queued, here and at the members
+// relaying it (memberlist's named broadcasts): only the newest value of a
+// key keeps spreading, though a member may still deliver the older one
+// first if it arrived first.
+//
+// The channel returned receives one value once the broadcast's fate here
+// is known: nil when this member has sent it as often as any delta is
+// sent (its relays carry on after that); ErrBroadcastReplaced or
+// ErrBroadcastDropped otherwise. Nobody has to read it. msg is limited to
+// half a packet with its framing, about 600 bytes at the default
+// PacketBudget (ErrMessageTooLarge): membership news keeps the other half
+// (the fair budget). Larger data goes through SendReliable or a state
+// exchange.
+func (ml *Memberlist) Broadcast(msg []byte, key string) (<-chan error, error) {
+	if ml.isShutdown() {
+		return nil, ErrShutdown
+	}
+	done := make(chan error, 1)
+	var bErr error
+	if err := ml.input(func(now time.Time) {
+		var id uint64
+		if id, bErr = ml.machine.Broadcast(now, key, msg); bErr == nil {
+			ml.outcomes[id] = done
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if bErr != nil {
+		return nil, fmt.Errorf("swim: broadcast: %w", bErr)
+	}
+	return done, nil
+}
+
+// withLocalState adds the application's state (Config.State) to an
+// outbound push-pull; other requests pass unchanged. It runs on the
+// exchange's goroutine, outside every lock.
+func (ml *Memberlist) withLocalState(data []byte) []byte {
+	if ml.cfg.State == nil || !wire.IsPushPull(data) {
+		return data
+	}
+	_, join, err := wire.PushPullHead(data)
+	if err != nil {
+		return data
+	}
+	return ml.appendLocalState(data, join)
+}
+
+// appendLocalState appends LocalState(join) to the push-pull data, unless
+// it is over MaxStateSize (counted and logged, and the push-pull goes
+// without it).
+func (ml *Memberlist) appendLocalState(data []byte, join bool) []byte {
+	state := ml.cfg.State.LocalState(join)
+	if len(state) == 0 {
+		return data
+	}
+	if limit := ml.cfg.maxStateSize(); len(state) > limit {
+		ml.statesTooLarge.Add(1)
+		ml.refusals.warn("local state over MaxStateSize, not sent", zap.Int("bytes", len(state)), zap.Int("max", limit))
+		return data
+	}
+	// A copy: the Machine may reuse data's buffer.
+	out := append(make([]byte, 0, len(data)+len(state)+8), data...)
+	out, err := wire.AppendPushPullState(out, state)
+	if err != nil {
+		ml.logger.Debug("local state not added", zap.Error(err))
+		return data
+	}
+	return out
+}
+
+// mergeStates hands peers' states to the application, outside every lock.
+func (ml *Memberlist) mergeStates(states []RemoteState) {
+	for _, st := range states {
+		if err := ml.cfg.State.MergeRemoteState(st.State, st.Join); err != nil {
+			ml.stateMergeErrors.Add(1)
+			ml.refusals.warn("peer's state not merged", zap.String("from", st.From), zap.Error(err))
+		}
+	}
+}

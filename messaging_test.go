@@ -1,0 +1,237 @@
+package swim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// inbox records the messages a member receives.
+type inbox struct {
+	mu   sync.Mutex
+	msgs []Message
+}
+
+func (b *inbox) HandleMessage(m Message) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.msgs = append(b.msgs, m)
+}
+
+func (b *inbox) all() []Message {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.msgs)
+}
+
+func (b *inbox) has(kind MessageKind, from, payload string) bool {
+	for _, m := range b.all() {
+		if m.Kind == kind && m.From == from && string(m.Payload) == payload {
+			return true
+		}
+	}
+	return false
+}
+
+// startClusterWith starts n members configured by tweak, joined through the
+// first, and waits until every one sees all n.
+func startClusterWith(t *testing.T, n int, tweak func(i int, c *Config)) []*testMember {
+	t.Helper()
+	members := make([]*testMember, n)
+	for i := range members {
+		cfg := testConfig(fmt.Sprintf("node-%d", i))
+		tweak(i, cfg)
+		members[i] = startMember(t, cfg)
+	}
+	seed := members[0].LocalMember().Addr.String()
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	for _, m := range members[1:] {
+		_, err := m.Join(ctx, seed)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		for _, m := range members {
+			if m.NumMembers() != n {
+				return false
+			}
+		}
+		return true
+	}, formTimeout, pollEvery, "cluster of %d did not form: %s", n, views(members))
+	return members
+}
+
+func TestSendBestEffortAndReliableOverSockets(t *testing.T) {
+	boxes := make([]*inbox, 3)
+	ms := startClusterWith(t, 3, func(i int, c *Config) {
+		boxes[i] = &inbox{}
+		c.Messages = boxes[i]
+	})
+	require.NoError(t, ms[0].SendBestEffort("node-1", []byte("ping me")))
+	require.Eventually(t, func() bool { return boxes[1].has(MessageBestEffort, "node-0", "ping me") }, formTimeout, pollEvery)
+
+	big := bytes.Repeat([]byte("r"), 300_000)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	require.NoError(t, ms[2].SendReliable(ctx, "node-0", big))
+	// Acknowledged means handed to the receiver's handler queue.
+	require.Eventually(t, func() bool { return boxes[0].has(MessageReliable, "node-2", string(big)) }, formTimeout, pollEvery)
+
+	require.ErrorIs(t, ms[0].SendBestEffort("nobody", []byte("x")), ErrNoSuchMember)
+	require.ErrorIs(t, ms[0].SendBestEffort("node-1", make([]byte, 2000)), ErrMessageTooLarge)
+	require.ErrorIs(t, ms[0].SendReliable(ctx, "node-1", make([]byte, (1<<20)+1)), ErrMessageTooLarge)
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	require.ErrorIs(t, ms[0].SendReliable(done, "node-1", []byte("x")), context.Canceled)
+
+	st := ms[1].Stats()
+	require.Equal(t, uint64(1), st.MessagesReceived)
+	require.Zero(t, st.MessagesDropped)
+}
+
+// Without a Messages handler, messages are dropped and counted; a SendReliable
+// is still acknowledged (the member received it).
+func TestMessagesWithoutHandlerAreCounted(t *testing.T) {
+	ms := startClusterWith(t, 2, func(int, *Config) {})
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	require.NoError(t, ms[0].SendReliable(ctx, "node-1", []byte("x")))
+	require.Eventually(t, func() bool { return ms[1].Stats().MessagesUnhandled == 1 }, formTimeout, pollEvery)
+}
+
+func TestBroadcastOverSockets(t *testing.T) {
+	const n = 5
+	boxes := make([]*inbox, n)
+	ms := startClusterWith(t, n, func(i int, c *Config) {
+		boxes[i] = &inbox{}
+		c.Messages = boxes[i]
+	})
+	done, err := ms[1].Broadcast([]byte("to all"), "")
+	require.NoError(t, err)
+	for i, b := range boxes {
+		if i == 1 {
+			continue
+		}
+		require.Eventually(t, func() bool { return b.has(MessageBroadcast, "node-1", "to all") }, formTimeout, pollEvery, "node-%d", i)
+	}
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(formTimeout):
+		t.Fatal("the broadcast's outcome never came")
+	}
+	require.Empty(t, boxes[1].all(), "delivered to its own origin")
+	for i, b := range boxes {
+		count := 0
+		for _, m := range b.all() {
+			if string(m.Payload) == "to all" {
+				count++
+			}
+		}
+		require.LessOrEqual(t, count, 1, "node-%d got it %d times", i, count)
+	}
+	_, err = ms[0].Broadcast(make([]byte, 1000), "")
+	require.ErrorIs(t, err, ErrMessageTooLarge)
+}
+
+// kvState is a tiny state delegate: a set of strings, merged by union.
+type kvState struct {
+	mu     sync.Mutex
+	keys   map[string]bool
+	joins  int
+	merges int
+	fail   bool
+}
+
+func (s *kvState) LocalState(join bool) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]string, 0, len(s.keys))
+	for k := range s.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return []byte(strings.Join(keys, ","))
+}
+
+func (s *kvState) MergeRemoteState(state []byte, join bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.merges++
+	if join {
+		s.joins++
+	}
+	if s.fail {
+		return errors.New("refused")
+	}
+	for _, k := range strings.Split(string(state), ",") {
+		if k != "" {
+			s.keys[k] = true
+		}
+	}
+	return nil
+}
+
+func (s *kvState) has(keys ...string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys {
+		if !s.keys[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// The state delegate's state travels both ways on a join, and on the
+// periodic push-pull: node-1 joins before node-2 does, so only a push-pull
+// can bring it node-2's key. A merge error is counted.
+func TestStateExchangeOnJoinAndPushPull(t *testing.T) {
+	for _, pushPull := range []time.Duration{0, 200 * time.Millisecond} {
+		t.Run(fmt.Sprintf("push-pull every %v", pushPull), func(t *testing.T) {
+			states := []*kvState{
+				{keys: map[string]bool{"a": true}},
+				{keys: map[string]bool{"b": true}},
+				{keys: map[string]bool{"c": true}, fail: true},
+			}
+			ms := startClusterWith(t, 3, func(i int, c *Config) {
+				c.State = states[i]
+				c.PushPullInterval = pushPull
+			})
+			// The seed got each joiner's state with its request, each
+			// joiner the seed's with the reply, marked as a join.
+			require.Eventually(t, func() bool { return states[0].has("a", "b", "c") && states[1].has("a", "b") }, formTimeout, pollEvery)
+			require.Eventually(t, func() bool { return ms[2].Stats().StateMergeErrors > 0 }, formTimeout, pollEvery)
+			states[1].mu.Lock()
+			require.Positive(t, states[1].joins)
+			states[1].mu.Unlock()
+			if pushPull == 0 {
+				return
+			}
+			require.Eventually(t, func() bool { return states[1].has("a", "b", "c") }, formTimeout, pollEvery, "the push-pull carried no state")
+			states[1].mu.Lock()
+			require.Greater(t, states[1].merges, states[1].joins)
+			states[1].mu.Unlock()
+		})
+	}
+}
+
+// A LocalState over MaxStateSize is not sent, and counted.
+func TestLocalStateOverLimitNotSent(t *testing.T) {
+	big := &kvState{keys: map[string]bool{strings.Repeat("k", 5000): true}}
+	small := &kvState{keys: map[string]bool{}}
+	ms := startClusterWith(t, 2, func(i int, c *Config) {
+		c.MaxStateSize = 4096
+		c.State = []*kvState{small, big}[i]
+	})
+	require.Positive(t, ms[1].Stats().StatesTooLarge)
+	require.False(t, small.has(strings.Repeat("k", 5000)))
+}

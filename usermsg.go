@@ -1,0 +1,413 @@
+package swim
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Applications' data through the cluster: direct messages to one member
+// (SendBestEffort over UDP, SendReliable over a stream) and broadcasts to
+// every member, piggybacked and relayed like membership deltas. All of it
+// is protocol 3 (wire.ProtocolUser): it is never sent to a member that
+// announced less, which could not read it.
+
+// Message is application data another member sent this one.
+type Message struct {
+	Kind MessageKind
+	// From is the sender's name; for a broadcast, the member that
+	// broadcast it, which is not always the one it came from.
+	From string
+	// Key is a broadcast's key, "" if it has none.
+	Key     string
+	Payload []byte
+}
+
+// MessageKind says how a Message travelled.
+type MessageKind uint8
+
+// The kinds of Message.
+const (
+	MessageBestEffort MessageKind = iota + 1 // SendBestEffort: one UDP packet
+	MessageReliable                          // SendReliable: a stream, acknowledged
+	MessageBroadcast                         // Broadcast: gossip, to every member
+)
+
+func (k MessageKind) String() string {
+	switch k {
+	case MessageBestEffort:
+		return "best-effort"
+	case MessageReliable:
+		return "reliable"
+	case MessageBroadcast:
+		return "broadcast"
+	}
+	return fmt.Sprintf("MessageKind(%d)", uint8(k))
+}
+
+// MessageHandler receives application messages (Config.Messages).
+type MessageHandler interface {
+	HandleMessage(Message)
+}
+
+// MessageFunc adapts a function to MessageHandler.
+type MessageFunc func(Message)
+
+// HandleMessage calls f(msg).
+func (f MessageFunc) HandleMessage(msg Message) { f(msg) }
+
+// Outcome is what became of a SendReliable or a Broadcast of the Machine
+// (Ready.Outcomes), under the ID the call returned: Err nil when the
+// message was acknowledged, or the broadcast sent as often as any delta
+// is; otherwise why not.
+type Outcome struct {
+	ID  uint64
+	Err error
+}
+
+// Errors of the application messages.
+var (
+	// ErrNoSuchMember: no live member of that name (this one excluded).
+	ErrNoSuchMember = errors.New("swim: no live member of that name")
+	// ErrMessageTooLarge: the message does not fit where it must travel.
+	ErrMessageTooLarge = errors.New("swim: message too large")
+	// ErrPeerTooOld: the member runs a release that reads no application
+	// messages (it announced a protocol below 3).
+	ErrPeerTooOld = errors.New("swim: member's release reads no application messages")
+	// ErrBroadcastReplaced: a newer broadcast with the same key took the
+	// queued one's place before it was sent as often as it would be.
+	ErrBroadcastReplaced = errors.New("swim: broadcast replaced by a newer one with the same key")
+	// ErrBroadcastDropped: the broadcast queue was over its bounds
+	// (UserBroadcastLimit, UserBroadcastBytes) and this one, among the
+	// most sent, made room.
+	ErrBroadcastDropped = errors.New("swim: broadcast dropped from the full queue")
+	// ErrNotAcknowledged: the receiver answered a SendReliable with
+	// something other than its acknowledgement.
+	ErrNotAcknowledged = errors.New("swim: message not acknowledged")
+)
+
+// SendBestEffort sends payload to the named member in one UDP packet,
+// with membership deltas in the room it leaves: no acknowledgement, no
+// retry. The payload must fit the packet budget with its framing; a larger
+// one returns an error matching ErrMessageTooLarge.
+func (m *Machine) SendBestEffort(now time.Time, to string, payload []byte) error {
+	s, err := m.messageTarget(to)
+	if err != nil {
+		return err
+	}
+	msg := &wire.User{From: m.selfName, Payload: payload}
+	frame, err := wire.AppendFrame(m.frameBuf[:0], msg)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
+	}
+	m.frameBuf = frame
+	if room := m.packetBudget() - wire.CompoundHeaderMax - wire.FrameOverheadMax; len(frame) > room {
+		return fmt.Errorf("%w: %d bytes framed, the packet budget leaves %d", ErrMessageTooLarge, len(frame), room)
+	}
+	m.stats.MessagesSent++
+	m.send(m.addrOf(s), msg)
+	return nil
+}
+
+// SendReliable sends payload to the named member over a stream and returns
+// the ID of the exchange: its Outcome (in Ready.Outcomes) says whether the
+// member acknowledged it, which it does once the message is handed to its
+// driver. timeout bounds the exchange. The payload may hold up to
+// Config.MaxMessageSize bytes.
+func (m *Machine) SendReliable(now time.Time, to string, payload []byte, timeout time.Duration) (uint64, error) {
+	if limit := m.cfg.maxMessageSize(); len(payload) > limit {
+		return 0, fmt.Errorf("%w: %d bytes, over MaxMessageSize %d", ErrMessageTooLarge, len(payload), limit)
+	}
+	s, err := m.messageTarget(to)
+	if err != nil {
+		return 0, err
+	}
+	data, err := wire.AppendPacket(nil, &wire.User{From: m.selfName, Payload: payload})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
+	}
+	m.stats.MessagesSent++
+	return m.startStream(now, m.addrOf(s), streamUser, data, timeout), nil
+}
+
+// messageTarget is the live member named to, if it reads application
+// messages.
+func (m *Machine) messageTarget(to string) (*memberState, error) {
+	if m.self.state() != StateAlive {
+		return nil, ErrLeft
+	}
+	s := m.lookup(to)
+	if s == nil || s == m.self || !s.live() {
+		return nil, fmt.Errorf("%w: %q", ErrNoSuchMember, to)
+	}
+	if v := m.versionsOf(s).Effective(); v.ProtocolMax < wire.ProtocolUser {
+		return nil, fmt.Errorf("%w: %q speaks protocol %d at most", ErrPeerTooOld, to, v.ProtocolMax)
+	}
+	return s, nil
+}
+
+// Broadcast queues payload for every other member and returns the ID under
+// which its Outcome is reported once it has been sent as often as any
+// delta is, or was replaced or dropped. A non-empty key makes it replace
+// this member's pending broadcast with the same key, here and in every
+// queue it reaches: only the newest value of a key keeps spreading. The
+// framed broadcast must fit half of a packet (the application's share of
+// the fair budget, see piggyback): about 600 bytes of payload at the
+// default PacketBudget; a larger one returns an error matching
+// ErrMessageTooLarge.
+func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, error) {
+	if m.self.state() != StateAlive {
+		return 0, ErrLeft
+	}
+	if len(key) > wire.MaxKeyLen {
+		return 0, fmt.Errorf("%w: key of %d bytes, limit %d", ErrMessageTooLarge, len(key), wire.MaxKeyLen)
+	}
+	if m.bcastSeq == ^uint32(0) {
+		// Out of sequence numbers: a new epoch, later than the last.
+		m.bcastEpoch, m.bcastSeq = max(m.bcastEpoch+1, epochOf(now)), 0
+	}
+	msg := &wire.Broadcast{Origin: m.selfName, Epoch: m.bcastEpoch, Seq: m.bcastSeq + 1, Key: key, Payload: payload}
+	frame, err := wire.AppendFrame(nil, msg)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
+	}
+	if room := m.maxBroadcastFrame(); len(frame) > room {
+		return 0, fmt.Errorf("%w: %d bytes framed, a broadcast may take %d", ErrMessageTooLarge, len(frame), room)
+	}
+	m.bcastSeq++
+	m.streamID++ // the IDs of streams and broadcasts are drawn from one counter
+	id := m.streamID
+	m.uq.queueOrdered(&broadcast{
+		key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser,
+		epoch: msg.Epoch, seq: msg.Seq, notify: id,
+	})
+	m.stats.BroadcastsQueued++
+	return id, nil
+}
+
+// maxBroadcastFrame is the largest broadcast frame: half of what a packet
+// of deltas alone holds, less the framing, so that one always fits the
+// share the fair budget keeps for applications.
+func (m *Machine) maxBroadcastFrame() int {
+	return (m.packetBudget()-wire.CompoundHeaderMax)/2 - wire.FrameOverheadMax
+}
+
+// epochOf is the broadcast epoch of a Machine started at now.
+func epochOf(now time.Time) uint64 { return uint64(max(now.UnixMilli(), 1)) }
+
+// broadcastKey is a broadcast's key in the queue: its origin's key, or,
+// without one, its identity, which nothing else shares.
+func broadcastKey(b *wire.Broadcast) string {
+	if b.Key != "" {
+		return b.Origin + "\x00k" + b.Key
+	}
+	return fmt.Sprintf("%s\x00#%d.%d", b.Origin, b.Epoch, b.Seq)
+}
+
+// piggyback appends to frames the pending deltas that fit in budget bytes
+// of a packet to `to`: membership deltas and applications' broadcasts. The
+// fair budget: each kind is sure of half the budget whatever the other
+// holds, and may use what the other leaves. Membership deltas go first, up
+// to half; broadcasts then take what is left; membership deltas then take
+// what the broadcasts left. So a cluster whose membership churns still
+// carries applications' data (at 2,500 members, membership news alone can
+// fill every packet), and a flood of broadcasts never holds back a
+// suspicion or a refutation by more than half a packet's room.
+func (m *Machine) piggyback(frames [][]byte, budget int, to netip.AddrPort) [][]byte {
+	proto := m.protocolAt(to)
+	limit := m.retransmitLimit()
+	if m.uq.Len() == 0 || proto < wire.ProtocolUser {
+		frames, _ = m.bq.take(frames, budget, limit, proto)
+		return frames
+	}
+	frames, used := m.bq.take(frames, budget/2, limit, proto)
+	frames, more := m.uq.take(frames, budget-used, limit, proto)
+	used += more
+	frames, _ = m.bq.takeMore(frames, budget-used, limit, proto)
+	return frames
+}
+
+// handleUser delivers a direct message that came in a packet, if its
+// sender is the member it names.
+func (m *Machine) handleUser(from netip.AddrPort, sender *memberState, msg *wire.User) {
+	if sender == nil || m.nameOf(sender) != msg.From {
+		m.stats.MessagesRefused++
+		return
+	}
+	m.deliver(Message{Kind: MessageBestEffort, From: msg.From, Payload: msg.Payload})
+}
+
+// handleStreamUser delivers a direct message that came on a stream and
+// returns the acknowledgement. The stream's source port is the dialler's,
+// not its member address, so the sender is the member it names if that
+// member's address is on the same host.
+func (m *Machine) handleStreamUser(from netip.AddrPort, req []byte) ([]byte, error) {
+	if limit := m.cfg.maxMessageSize() + wire.MaxNameLen + 16; len(req) > limit {
+		m.stats.MessagesRefused++
+		return nil, fmt.Errorf("%w: a message of %d bytes, over MaxMessageSize %d", ErrMessageTooLarge, len(req), m.cfg.maxMessageSize())
+	}
+	msgs, err := wire.DecodeStreamPacket(req)
+	if err != nil {
+		return nil, err
+	}
+	msg, ok := msgs[0].(*wire.User)
+	if !ok || len(msgs) != 1 {
+		return nil, fmt.Errorf("swim: a stream of application data holding %T", msgs[0])
+	}
+	s := m.lookup(msg.From)
+	if s == nil || s == m.self || !s.live() || m.addrOf(s).Addr().Unmap() != from.Addr().Unmap() {
+		m.stats.MessagesRefused++
+		return nil, fmt.Errorf("swim: a message from %s in the name of %q, not a live member there", from, msg.From)
+	}
+	m.deliver(Message{Kind: MessageReliable, From: msg.From, Payload: msg.Payload})
+	return wire.AppendPacket(nil, &wire.Ack{})
+}
+
+// userReply is the outcome of a SendReliable exchange: nil when the reply
+// is the receiver's acknowledgement.
+func userReply(resp []byte, err error) error {
+	if err != nil {
+		return err
+	}
+	if len(resp) > 16 {
+		return fmt.Errorf("%w: a reply of %d bytes", ErrNotAcknowledged, len(resp))
+	}
+	msgs, err := wire.DecodePacket(resp)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotAcknowledged, err)
+	}
+	if _, ok := msgs[0].(*wire.Ack); !ok || len(msgs) != 1 {
+		return fmt.Errorf("%w: the reply holds %T", ErrNotAcknowledged, msgs[0])
+	}
+	return nil
+}
+
+// handleBroadcast delivers a broadcast seen for the first time and queues
+// it to be passed on, as a membership delta is (SWIM §4.1). Only members
+// relay: a broadcast from an address not in the table is refused.
+func (m *Machine) handleBroadcast(sender *memberState, msg *wire.Broadcast) {
+	if sender == nil {
+		m.stats.MessagesRefused++
+		return
+	}
+	if msg.Origin == m.selfName {
+		return // our own, back from a relay
+	}
+	w := m.seen[msg.Origin]
+	if w == nil {
+		if len(m.seen) >= m.cfg.MaxMembers {
+			m.stats.BroadcastsRefused++
+			return
+		}
+		w = &seenWindows{}
+		m.seen[msg.Origin] = w
+	}
+	if !w.mark(msg.Epoch, msg.Seq) {
+		m.stats.BroadcastsDuplicate++
+		return
+	}
+	m.stats.BroadcastsDelivered++
+	m.deliver(Message{Kind: MessageBroadcast, From: msg.Origin, Key: msg.Key, Payload: msg.Payload})
+	frame, err := wire.AppendFrame(nil, msg)
+	if err != nil {
+		m.stats.EncodeErrors++
+		return
+	}
+	m.uq.queueOrdered(&broadcast{key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq})
+}
+
+// deliver hands a message to the driver (Ready.Messages).
+func (m *Machine) deliver(msg Message) {
+	m.stats.MessagesReceived++
+	m.out.Messages = append(m.out.Messages, msg)
+}
+
+// seenWindow records which of one origin's broadcasts of one epoch were
+// delivered: the highest sequence number, and a bit for each of the
+// seenSpan before it. A broadcast further behind than that is taken as
+// seen: by then it has been delivered or its spreading is long over.
+type seenWindow struct {
+	epoch uint64
+	top   uint32
+	bits  [seenSpan / 64]uint64 // bit i: top-i was delivered
+}
+
+const seenSpan = 256
+
+// seenWindows keeps the windows of an origin's two latest epochs. Two, not
+// one: a single forged broadcast claiming a far later epoch then cannot
+// silence the origin's real ones, which keep their window; it takes the
+// origin's next restart (a newer real epoch) to replace the older window.
+type seenWindows struct {
+	w [2]seenWindow // w[0] the later epoch
+}
+
+// mark records the broadcast (epoch, seq) and reports whether it is new.
+func (ws *seenWindows) mark(epoch uint64, seq uint32) bool {
+	switch {
+	case epoch == ws.w[0].epoch:
+		return ws.w[0].mark(seq)
+	case epoch == ws.w[1].epoch:
+		return ws.w[1].mark(seq)
+	case epoch > ws.w[0].epoch:
+		ws.w[1] = ws.w[0]
+		ws.w[0] = seenWindow{epoch: epoch}
+		return ws.w[0].mark(seq)
+	case epoch > ws.w[1].epoch:
+		ws.w[1] = seenWindow{epoch: epoch}
+		return ws.w[1].mark(seq)
+	}
+	return false // older than both
+}
+
+func (w *seenWindow) mark(seq uint32) bool {
+	if seq > w.top {
+		w.shift(seq - w.top)
+		w.top = seq
+		w.bits[0] |= 1
+		return true
+	}
+	back := w.top - seq
+	if back >= seenSpan {
+		return false
+	}
+	word, bit := back/64, back%64
+	if w.bits[word]&(1<<bit) != 0 {
+		return false
+	}
+	w.bits[word] |= 1 << bit
+	return true
+}
+
+// shift moves the window n sequence numbers forward.
+func (w *seenWindow) shift(n uint32) {
+	if n >= seenSpan {
+		w.bits = [seenSpan / 64]uint64{}
+		return
+	}
+	words, bits := int(n/64), n%64
+	for i := len(w.bits) - 1; i >= 0; i-- {
+		var v uint64
+		if j := i - words; j >= 0 {
+			v = w.bits[j] << bits
+			if bits > 0 && j > 0 {
+				v |= w.bits[j-1] >> (64 - bits)
+			}
+		}
+		w.bits[i] = v
+	}
+}
+
+// StateDelegate exchanges an application's state with peers on every
+// push-pull (Config.State).
+type StateDelegate interface {
+	// LocalState returns this member's state to send; join says whether
+	// the exchange is a join (this member's or the peer's).
+	LocalState(join bool) []byte
+	// MergeRemoteState merges a peer's state. An error is counted
+	// (MemberlistStats.StateMergeErrors) and logged.
+	MergeRemoteState(state []byte, join bool) error
+}
