@@ -298,7 +298,7 @@ func (m *Machine) handleBroadcast(sender *memberState, msg *wire.Broadcast) {
 	}
 	w := m.seen[msg.Origin]
 	if w == nil {
-		if len(m.seen) >= m.cfg.MaxMembers {
+		if len(m.seen) >= m.cfg.MaxMembers && !m.evictSeen() {
 			m.stats.BroadcastsRefused++
 			return
 		}
@@ -317,6 +317,25 @@ func (m *Machine) handleBroadcast(sender *memberState, msg *wire.Broadcast) {
 		return
 	}
 	m.uq.queueOrdered(&broadcast{key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq})
+}
+
+// evictSeen makes room among the windows of delivered broadcasts, full at
+// MaxMembers origins, by forgetting one whose origin is not in the table
+// (reap forgets those that are, when they go): origins invented by a
+// forger must not keep real ones out for good. It reports false when
+// every origin is a member.
+func (m *Machine) evictSeen() bool {
+	tries := 0
+	for origin := range m.seen { // map order is random: a random victim
+		if m.lookup(origin) == nil {
+			delete(m.seen, origin)
+			return true
+		}
+		if tries++; tries == 64 {
+			break
+		}
+	}
+	return false
 }
 
 // deliver hands a message to the driver (Ready.Messages).

@@ -342,3 +342,20 @@ func TestUserBroadcastQueueBounds(t *testing.T) {
 	require.LessOrEqual(t, st.UserBroadcastQueueBytes, 2000)
 	require.Equal(t, uint64(8+10-st.UserBroadcastQueueLen), st.UserBroadcastsDropped)
 }
+
+// The windows of delivered broadcasts are bounded by MaxMembers origins;
+// once full, one of an origin that is no member makes room, and only
+// when every origin is a member is a new one refused.
+func TestSeenWindowsBounded(t *testing.T) {
+	cfg := mtConfig()
+	cfg.MaxMembers = 8
+	h := newMT(t, cfg)
+	h.join(mtMemberV(1, 3), mtMemberV(2, 3))
+	for i := range 20 {
+		h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: fmt.Sprintf("ghost-%d", i), Epoch: 1, Seq: 1})
+	}
+	require.LessOrEqual(t, len(h.m.seen), cfg.MaxMembers)
+	require.Zero(t, h.m.Stats().BroadcastsRefused, "invented origins make room for each other")
+	h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: mtPeer(2), Epoch: 1, Seq: 1, Payload: []byte("real")})
+	require.Contains(t, h.m.Ready().Messages, Message{Kind: MessageBroadcast, From: mtPeer(2), Payload: []byte("real")})
+}
