@@ -257,6 +257,9 @@ func (m *Machine) tickGossip(now time.Time) {
 		return
 	}
 	m.nextGossip = now.Add(m.cfg.GossipInterval)
+	if m.bq.Len() > 0 {
+		m.lastMemberGossip = now
+	}
 	fanout := m.cfg.GossipNodes
 	if m.urgent {
 		// News of a death this member declared itself goes out with a

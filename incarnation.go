@@ -166,7 +166,8 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		return
 	}
 	prev := s.state()
-	changed := m.addrOf(s) != addr || string(m.metaOf(s)) != string(a.Meta) || a.Versions != m.versionsOf(s)
+	moved := m.addrOf(s) != addr
+	changed := moved || string(m.metaOf(s)) != string(a.Meta) || a.Versions != m.versionsOf(s)
 	s.setInc(a.Incarnation)
 	if changed {
 		m.setIdentity(s, addr, a.Meta, a.Versions)
@@ -181,6 +182,11 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		m.cancelSuspicion(a.Name)
 		m.setState(now, s, StateAlive)
 		m.event(EventAlive, s)
+		if moved {
+			// Restarted elsewhere while suspected: the refutation is
+			// also news of a new address, which is always an update.
+			m.event(EventUpdate, s)
+		}
 	case StateDead, StateLeft:
 		m.setState(now, s, StateAlive)
 		// Its old entry may still wait later in this pass; one is enough.
@@ -422,6 +428,7 @@ func (m *Machine) reap(now time.Time) {
 			m.addTomb(&tombstone{name: m.nameOf(s), addr: m.addrOf(s), inc: s.inc(), left: s.state() == StateLeft, since: d.since})
 		}
 		delete(m.seen, m.nameOf(s)) // its broadcasts have long stopped spreading
+		delete(m.rtts, m.nameOf(s))
 		m.removeEntry(s)
 		m.version++
 	}

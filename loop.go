@@ -282,9 +282,13 @@ func (ml *Memberlist) output() output {
 		ml.queueMessage(msg)
 	}
 	for _, o := range rd.Outcomes {
+		// Both channels are buffered: the caller may have stopped waiting.
 		if ch, ok := ml.outcomes[o.ID]; ok {
 			delete(ml.outcomes, o.ID)
-			ch <- o.Err // buffered: the caller may have stopped waiting
+			ch <- o.Err
+		} else if ch, ok := ml.pings[o.ID]; ok {
+			delete(ml.pings, o.ID)
+			ch <- o
 		}
 	}
 	out := output{packets: rd.Packets}

@@ -165,6 +165,10 @@ type machineState struct {
 	probes     []*probeRound // in flight; aligned rounds can overlap
 	seq        uint32
 	relays     map[uint32]*relay
+	// the application's pings in flight, by seq, and the smoothed round
+	// trips measured, by name (ping.go)
+	userPings map[uint32]*userPing
+	rtts      map[string]time.Duration
 	// relayTokens is a token bucket bounding the ping-reqs served: one
 	// token each, maxRelayBurst at most, refilled at maxRelayBurst per
 	// ProbeInterval (probe.go).
@@ -180,6 +184,9 @@ type machineState struct {
 	bq         *broadcastQueue
 	uq         *broadcastQueue
 	nextGossip time.Time
+	// lastMemberGossip is when the last gossip round carried membership
+	// news (queueBroadcast).
+	lastMemberGossip time.Time
 	// applications' broadcasts (usermsg.go): the windows of those
 	// delivered, by origin; this member's epoch and last sequence number
 	seen       map[string]*seenWindows
@@ -231,6 +238,8 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.epoch = now
 	m.armAt(timerHeardSweep, now.Add(heardSweepEvery))
 	m.relays = make(map[uint32]*relay)
+	m.userPings = make(map[uint32]*userPing)
+	m.rtts = make(map[string]time.Duration)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
 	m.streams = make(map[uint64]pendingStream)
@@ -537,6 +546,19 @@ func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
 	if err != nil {
 		m.stats.EncodeErrors++
 		return nil
+	}
+	if m.bq.Len() == 0 && m.uq.Len() > 0 && m.cfg.GossipInterval > 0 {
+		// Membership news into an empty queue goes out as it would
+		// without the applications' broadcasts, which keep the gossip
+		// rounds going on their fixed beat: at once, unless a round
+		// carried membership news less than a GossipInterval ago.
+		// Otherwise each hop of a suspicion would wait half a round on
+		// average, and the members that hear of it last would decide
+		// hundreds of milliseconds after the others.
+		if at := m.lastMemberGossip.Add(m.cfg.GossipInterval); at.Before(m.nextGossip) {
+			m.nextGossip = at
+			m.armAt(timerGossip, at)
+		}
 	}
 	return m.bq.queue(name, frame)
 }

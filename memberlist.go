@@ -128,6 +128,7 @@ type Memberlist struct {
 	// outcomes routes each Outcome of the Machine (SendReliable,
 	// Broadcast) to the caller waiting for it.
 	outcomes map[uint64]chan<- error
+	pings    map[uint64]chan<- Outcome // Ping's outcomes, carrying the round trip
 }
 
 // MemberlistStats are the core's counters plus the driver's own.
@@ -249,6 +250,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		shutdownDone: make(chan struct{}),
 		joins:        make(map[uint64]*joinWaiter),
 		outcomes:     make(map[uint64]chan<- error),
+		pings:        make(map[uint64]chan<- Outcome),
 		refusals:     refusals,
 		sec:          newSecurity(&c, refusals),
 	}

@@ -167,3 +167,66 @@ func (ml *Memberlist) mergeStates(states []RemoteState) {
 		}
 	}
 }
+
+// Ping sends the named member a UDP ping, the one probes use, and returns
+// its round trip once it answers (memberlist's Ping). ctx bounds the wait;
+// without a deadline, ProbeInterval does. An unanswered ping returns
+// ErrPingTimeout.
+func (ml *Memberlist) Ping(ctx context.Context, name string) (time.Duration, error) {
+	if ml.isShutdown() {
+		return 0, ErrShutdown
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	timeout := ml.cfg.ProbeInterval
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	done := make(chan Outcome, 1)
+	var pingErr error
+	if err := ml.input(func(now time.Time) {
+		var id uint64
+		if id, pingErr = ml.machine.Ping(now, name, timeout); pingErr == nil {
+			ml.pings[id] = done
+		}
+	}); err != nil {
+		return 0, err
+	}
+	if pingErr != nil {
+		return 0, fmt.Errorf("swim: ping %q: %w", name, pingErr)
+	}
+	select {
+	case o := <-done:
+		if o.Err != nil {
+			return 0, fmt.Errorf("swim: ping %q: %w", name, o.Err)
+		}
+		return o.RTT, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-ml.stop:
+		return 0, ErrShutdown
+	}
+}
+
+// RTT returns the smoothed round trip to the named member, from the direct
+// probes this member sent it and the answered Pings; false before the
+// first answer. It waits as Members does.
+func (ml *Memberlist) RTT(name string) (time.Duration, bool) {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.RTT(name)
+}
+
+// Member returns the named member as this one sees it, in any state (dead
+// and left ones included while they are in the table, GossipToDeadTime),
+// this member included. It waits as Members does.
+func (ml *Memberlist) Member(name string) (Member, bool) {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	mb, ok := ml.machine.Member(name)
+	if ok {
+		mb.Meta = bytes.Clone(mb.Meta)
+	}
+	return mb, ok
+}

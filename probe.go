@@ -461,7 +461,13 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 			m.stats.AcksRefused++
 			return
 		}
+		if !p.indirect && from == m.addrOf(p.target) {
+			m.sampleRTT(p.name, now.Sub(p.start))
+		}
 		m.probeSucceeded(p)
+		return
+	}
+	if m.pingAnswered(now, from, a.Seq) {
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {

@@ -45,6 +45,7 @@ const (
 	timerHeardSweep                    // singleton: heard times are clamped (table.go)
 	timerMerge                         // singleton: the next slice of a large merge
 	timerStream                        // key: stream id; a request the driver never answered
+	timerUserPing                      // key: ping seq; an application's ping got no answer
 	timerKinds
 )
 
@@ -210,6 +211,8 @@ func (m *Machine) current(t *timer) bool {
 	case timerStream:
 		_, ok := m.streams[t.key]
 		return ok
+	case timerUserPing:
+		return m.userPings[uint32(t.key)] != nil
 	}
 	if !singleton(t.kind) || !m.armed[t.kind].Equal(t.at) {
 		return false
@@ -294,5 +297,7 @@ func (m *Machine) fire(now time.Time, t *timer) {
 		m.tickMerges(now)
 	case timerStream:
 		m.expireStream(now, t.key)
+	case timerUserPing:
+		m.expirePing(uint32(t.key))
 	}
 }

@@ -59,13 +59,14 @@ type MessageFunc func(Message)
 // HandleMessage calls f(msg).
 func (f MessageFunc) HandleMessage(msg Message) { f(msg) }
 
-// Outcome is what became of a SendReliable or a Broadcast of the Machine
-// (Ready.Outcomes), under the ID the call returned: Err nil when the
-// message was acknowledged, or the broadcast sent as often as any delta
-// is; otherwise why not.
+// Outcome is what became of a SendReliable, a Broadcast or a Ping of the
+// Machine (Ready.Outcomes), under the ID the call returned: Err nil when
+// the message was acknowledged, the broadcast sent as often as any delta
+// is, or the ping answered; otherwise why not.
 type Outcome struct {
 	ID  uint64
 	Err error
+	RTT time.Duration // a Ping's round trip
 }
 
 // Errors of the application messages.

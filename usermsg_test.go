@@ -359,3 +359,31 @@ func TestSeenWindowsBounded(t *testing.T) {
 	h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: mtPeer(2), Epoch: 1, Seq: 1, Payload: []byte("real")})
 	require.Contains(t, h.m.Ready().Messages, Message{Kind: MessageBroadcast, From: mtPeer(2), Payload: []byte("real")})
 }
+
+// Broadcasts keep the gossip rounds on their fixed beat; membership news
+// arriving between two rounds still goes out at once, as it would without
+// them, so a suspicion spreads as fast with application traffic as without.
+func TestMembershipNewsNotHeldBackByBroadcastBeat(t *testing.T) {
+	cfg := mtConfig()
+	cfg.GossipInterval = 200 * time.Millisecond
+	h := newMT(t, cfg)
+	h.join(mtMemberV(1, 3), mtMemberV(2, 3), mtMemberV(3, 3))
+	_, err := h.m.Broadcast(h.now, "", []byte("x"))
+	require.NoError(t, err)
+	h.tick(h.now) // a round of broadcasts alone
+	h.ready()
+	h.now = h.now.Add(50 * time.Millisecond)
+	require.True(t, h.m.NextDeadline().After(h.now), "the next round is on the beat")
+	h.feed(mtPeerAddr(3), &wire.Suspect{Name: mtPeer(2), Incarnation: 1, From: mtPeer(3)})
+	require.False(t, h.m.NextDeadline().After(h.now), "membership news is gossiped at once")
+	h.tick(h.now)
+	var carried bool
+	for _, p := range h.ready().Packets {
+		for _, msg := range p.Msgs {
+			if sp, ok := msg.(*wire.Suspect); ok && sp.Name == mtPeer(2) {
+				carried = true
+			}
+		}
+	}
+	require.True(t, carried, "the round carried the suspicion")
+}
