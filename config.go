@@ -255,6 +255,23 @@ type Config struct {
 	// affected: use Keys for them.
 	StreamTLS *tls.Config
 
+	// Admit, if set, is asked about each member never seen before, as it
+	// announced itself (name, address, metadata, versions), before it
+	// enters this member's table: an error refuses it, counted
+	// (Stats.AdmissionsRefused), and news of it is refused again each
+	// time it comes. Use it to keep out members of a wrong version or with
+	// wrong metadata (memberlist's AliveDelegate). It runs inside the
+	// protocol, with the member's state locked: it must be quick, must not
+	// block and must not call Memberlist methods.
+	Admit func(Member) error
+	// AdmitJoin, if set, is asked about the whole view a join brings
+	// before it is merged: the seed's answer to this member's Join, and a
+	// joiner's request to this member (memberlist's MergeDelegate). An
+	// error refuses the join, counted (Stats.JoinsRefused): on the
+	// joining side Join fails for that seed, on the seed's side the
+	// joiner's does. The same rules as Admit apply.
+	AdmitJoin func(peers []Member) error
+
 	// Events receives membership events on a goroutine of its own, in order.
 	// Nil discards them.
 	Events EventHandler

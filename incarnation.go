@@ -125,6 +125,10 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		if a.Incarnation > m.self.inc() && m.self.state() == StateAlive && m.plausible(m.self, a.Incarnation) {
 			m.refute(now, a.Incarnation)
 		}
+		// Or from a second process of the same name: find out.
+		if addr, err := wire.DecodeAddr(a.Addr); err == nil && m.self.state() == StateAlive {
+			m.checkConflict(now, addr)
+		}
 		return
 	}
 	s := m.lookup(a.Name)
@@ -152,6 +156,9 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		}
 		if m.tableSize() >= m.cfg.MaxMembers {
 			m.stats.MembersRefused++
+			return
+		}
+		if !m.admit(a, addr) {
 			return
 		}
 		s = m.addEntry(a.Name, addr, a.Meta, a.Versions, StateAlive, a.Incarnation, now)

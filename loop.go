@@ -276,6 +276,10 @@ func (ml *Memberlist) output() output {
 		ml.startStream(req)
 	}
 	for _, e := range rd.Events {
+		if e.Kind == EventConflict {
+			ml.logger.Warn("another live process uses this member's name; rename or stop one of them",
+				zap.Stringer("other_addr", e.Member.Addr))
+		}
 		ml.queueEvent(e)
 	}
 	for _, msg := range rd.Messages {

@@ -169,6 +169,10 @@ type machineState struct {
 	// trips measured, by name (ping.go)
 	userPings map[uint32]*userPing
 	rtts      map[string]time.Duration
+	// name-conflict checks in flight, by seq, and the addresses found to
+	// run a second process of this name (admission.go)
+	conflictChecks    map[uint32]netip.AddrPort
+	conflictsReported map[netip.AddrPort]bool
 	// relayTokens is a token bucket bounding the ping-reqs served: one
 	// token each, maxRelayBurst at most, refilled at maxRelayBurst per
 	// ProbeInterval (probe.go).
@@ -239,6 +243,8 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.armAt(timerHeardSweep, now.Add(heardSweepEvery))
 	m.relays = make(map[uint32]*relay)
 	m.userPings = make(map[uint32]*userPing)
+	m.conflictChecks = make(map[uint32]netip.AddrPort)
+	m.conflictsReported = make(map[netip.AddrPort]bool)
 	m.rtts = make(map[string]time.Duration)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
@@ -615,6 +621,9 @@ type Stats struct {
 	UserBroadcastQueueLen      int    // broadcasts waiting now (a gauge)
 	UserBroadcastQueueBytes    int    // their bytes (a gauge)
 	StatesRefused              uint64 // applications' states in push-pulls over MaxStateSize, not handed on
+	AdmissionsRefused          uint64 // new members Config.Admit refused
+	NameConflicts              uint64 // second live processes found claiming this member's name (EventConflict)
+	JoinsRefused               uint64 // joins (ours or a peer's) Config.AdmitJoin refused
 	PushPulls, PushPullsFailed uint64
 	StreamsExpired             uint64 // stream requests whose outcome the driver never reported, failed after twice their Timeout
 	TCPPings, TCPPingsFailed   uint64

@@ -75,6 +75,11 @@ const (
 	EventAlive
 	// EventUpdate: a live member changed its metadata or address.
 	EventUpdate
+	// EventConflict: another live process claims this member's name, at
+	// Member.Addr: it answered a ping sent there in this name. Two
+	// processes named alike fight over the name (each refutes the
+	// other); rename or stop one. Reported once per address.
+	EventConflict
 )
 
 func (k EventKind) String() string {
@@ -89,6 +94,8 @@ func (k EventKind) String() string {
 		return "alive"
 	case EventUpdate:
 		return "update"
+	case EventConflict:
+		return "conflict"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }

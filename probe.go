@@ -374,6 +374,11 @@ func (m *Machine) handlePing(now time.Time, from netip.AddrPort, sender *memberS
 		return
 	}
 	ack := &wire.Ack{Seq: p.Seq}
+	if p.From == m.selfName && m.self.state() == StateAlive {
+		// A process at from pings in this member's name: a second
+		// process named alike checking on us (admission.go).
+		defer m.checkConflict(now, from)
+	}
 	if sender == nil {
 		m.sendPlain(from, ack, size)
 		return
@@ -467,7 +472,7 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 		m.probeSucceeded(p)
 		return
 	}
-	if m.pingAnswered(now, from, a.Seq) {
+	if m.pingAnswered(now, from, a.Seq) || m.conflictAnswered(from, a.Seq) {
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {

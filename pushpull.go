@@ -230,6 +230,11 @@ func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) (from 
 		m.stats.PushPullsRefused++
 		return "", fmt.Errorf("swim: push-pull of %d members: %d large merges already in progress", pp.Count, len(m.merges))
 	}
+	if pp.Join || src == mergeJoin {
+		if err := m.admitJoin(pp); err != nil {
+			return "", fmt.Errorf("swim: join refused by AdmitJoin: %w", err)
+		}
+	}
 	m.takeState(pp, src)
 	var v wire.MemberView
 	for c := pp.Cursor(); c.Next(&v); {

@@ -28,24 +28,25 @@ type timerKind uint8
 // they were armed), so that a probe's indirect phase starts before its
 // period is judged and a relay's nack goes before the relay is forgotten.
 const (
-	timerRelayNack    timerKind = iota // key: relay seq; tell the requester the target is silent
-	timerRelayExpire                   // key: relay seq; forget the relay
-	timerProbeTimeout                  // key: probe seq; the direct ping gave up: ask k relays
-	timerProbeEnd                      // key: probe seq; the period is over: judge the probe
-	timerProbe                         // singleton: start the next probe
-	timerCheckExpire                   // key: check seq, inc: generation; the verdict of a final or leave check
-	timerCheckRetry                    // key: check seq, inc: generation; ping once more
-	timerSuspicion                     // name, inc: incarnation; the suspicion ran out
-	timerGossip                        // singleton: the next gossip round
-	timerPushPull                      // singleton: the next anti-entropy exchange
-	timerReconnect                     // singleton: the next reconnect attempt
-	timerReap                          // singleton: the oldest dead member is forgotten
-	timerTombs                         // singleton: the oldest tombstone is forgotten
-	timerSeeds                         // singleton: the join seeds are forgotten
-	timerHeardSweep                    // singleton: heard times are clamped (table.go)
-	timerMerge                         // singleton: the next slice of a large merge
-	timerStream                        // key: stream id; a request the driver never answered
-	timerUserPing                      // key: ping seq; an application's ping got no answer
+	timerRelayNack     timerKind = iota // key: relay seq; tell the requester the target is silent
+	timerRelayExpire                    // key: relay seq; forget the relay
+	timerProbeTimeout                   // key: probe seq; the direct ping gave up: ask k relays
+	timerProbeEnd                       // key: probe seq; the period is over: judge the probe
+	timerProbe                          // singleton: start the next probe
+	timerCheckExpire                    // key: check seq, inc: generation; the verdict of a final or leave check
+	timerCheckRetry                     // key: check seq, inc: generation; ping once more
+	timerSuspicion                      // name, inc: incarnation; the suspicion ran out
+	timerGossip                         // singleton: the next gossip round
+	timerPushPull                       // singleton: the next anti-entropy exchange
+	timerReconnect                      // singleton: the next reconnect attempt
+	timerReap                           // singleton: the oldest dead member is forgotten
+	timerTombs                          // singleton: the oldest tombstone is forgotten
+	timerSeeds                          // singleton: the join seeds are forgotten
+	timerHeardSweep                     // singleton: heard times are clamped (table.go)
+	timerMerge                          // singleton: the next slice of a large merge
+	timerStream                         // key: stream id; a request the driver never answered
+	timerUserPing                       // key: ping seq; an application's ping got no answer
+	timerConflictCheck                  // key: ping seq; a name-conflict check got no answer
 	timerKinds
 )
 
@@ -213,6 +214,9 @@ func (m *Machine) current(t *timer) bool {
 		return ok
 	case timerUserPing:
 		return m.userPings[uint32(t.key)] != nil
+	case timerConflictCheck:
+		_, ok := m.conflictChecks[uint32(t.key)]
+		return ok
 	}
 	if !singleton(t.kind) || !m.armed[t.kind].Equal(t.at) {
 		return false
@@ -299,5 +303,7 @@ func (m *Machine) fire(now time.Time, t *timer) {
 		m.expireStream(now, t.key)
 	case timerUserPing:
 		m.expirePing(uint32(t.key))
+	case timerConflictCheck:
+		delete(m.conflictChecks, uint32(t.key))
 	}
 }

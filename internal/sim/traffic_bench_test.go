@@ -42,6 +42,7 @@ func runTraffic(t testing.TB, seed uint64, n int, rate float64) trafficResult {
 		res       trafficResult
 		start     = map[uint64]time.Time{}
 		got       = map[uint64]int{}
+		need      = map[uint64]int{} // the members up but the origin, when it was sent
 		victim    string
 		crashedAt time.Time
 		measuring bool
@@ -75,7 +76,7 @@ func runTraffic(t testing.TB, seed uint64, n int, rate float64) trafficResult {
 			}
 			id := binary.BigEndian.Uint64(msg.Payload)
 			got[id]++
-			if got[id] == n-1 {
+			if got[id] == need[id] {
 				res.full = append(res.full, at.Sub(start[id]))
 			}
 		}}
@@ -109,6 +110,7 @@ func runTraffic(t testing.TB, seed uint64, n int, rate float64) trafficResult {
 				require.NoError(t, s.DoMachine(name, func(m *swim.Machine, now time.Time) {
 					if _, err := m.Broadcast(now, "", payload); err == nil {
 						start[id] = now
+						need[id] = s.NumUp() - 1
 						res.sent++
 					}
 				}))
@@ -121,8 +123,12 @@ func runTraffic(t testing.TB, seed uint64, n int, rate float64) trafficResult {
 	for _, c := range got {
 		total += c
 	}
-	if res.sent > 0 {
-		res.deliveredFrac = float64(total) / float64(res.sent*(n-2)) // receivers: all but the origin and the victim, about
+	wanted := 0
+	for _, k := range need {
+		wanted += k
+	}
+	if wanted > 0 {
+		res.deliveredFrac = float64(total) / float64(wanted)
 	}
 	for _, name := range s.names {
 		if s.Node(name).Up() {

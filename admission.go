@@ -1,0 +1,98 @@
+package swim
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Admission: the application's say over who joins its view (Config.Admit
+// and Config.AdmitJoin).
+
+// admit asks Config.Admit about a member never seen before, as it
+// announced itself; a refusal is counted and the member not added.
+func (m *Machine) admit(a *wire.Alive, addr netip.AddrPort) bool {
+	if m.cfg.Admit == nil {
+		return true
+	}
+	mb := Member{Name: a.Name, Addr: addr, Meta: cloneBytes(a.Meta), State: StateAlive, Incarnation: a.Incarnation,
+		Versions: Versions(a.Versions.Effective())}
+	if err := m.cfg.Admit(mb); err != nil {
+		m.stats.AdmissionsRefused++
+		return false
+	}
+	return true
+}
+
+// admitJoin asks Config.AdmitJoin about the whole view a join brings: the
+// seed's answer to this member's join, or a joiner's request.
+func (m *Machine) admitJoin(pp *wire.PushPullView) error {
+	if m.cfg.AdmitJoin == nil {
+		return nil
+	}
+	peers := make([]Member, 0, pp.Count)
+	var v wire.MemberView
+	for c := pp.Cursor(); c.Next(&v); {
+		mb := Member{Name: string(v.Name), Meta: cloneBytes(v.Meta), State: State(v.State), Incarnation: v.Incarnation,
+			Versions: Versions(v.Versions.Effective())}
+		if addr, err := wire.DecodeAddr(v.Addr); err == nil {
+			mb.Addr = addr
+		}
+		peers = append(peers, mb)
+	}
+	if err := m.cfg.AdmitJoin(peers); err != nil {
+		m.stats.JoinsRefused++
+		return err
+	}
+	return nil
+}
+
+// Name conflicts. News that this member is alive at another address is
+// either from a previous life under this name (a restart on a new port,
+// before the old process was declared dead), which the refutation answers,
+// or from a second live process with the same name. A ping in this name
+// to that address tells them apart: only a live process answers it.
+
+// maxConflictChecks bounds the conflict pings in flight; an address
+// claimed in a flood of forged news waits for the next claim.
+const maxConflictChecks = 16
+
+// checkConflict pings addr in this member's name, unless it is this
+// member's own address, is being checked, or was reported already.
+func (m *Machine) checkConflict(now time.Time, addr netip.AddrPort) {
+	if addr == m.addrOf(m.self) || m.conflictsReported[addr] || len(m.conflictChecks) >= maxConflictChecks {
+		return
+	}
+	for _, a := range m.conflictChecks {
+		if a == addr {
+			return
+		}
+	}
+	seq := m.nextSeq()
+	m.conflictChecks[seq] = addr
+	m.after(now.Add(m.cfg.ProbeInterval), timerConflictCheck, uint64(seq), 0, "")
+	m.send(addr, &wire.Ping{Seq: seq, Target: m.selfName, From: m.selfName})
+}
+
+// conflictAnswered reports whether the ack answers a conflict check, and
+// reports the conflict if the address it went to answered.
+func (m *Machine) conflictAnswered(from netip.AddrPort, seq uint32) bool {
+	addr, ok := m.conflictChecks[seq]
+	if !ok {
+		return false
+	}
+	if from != addr {
+		m.stats.AcksRefused++
+		return true
+	}
+	delete(m.conflictChecks, seq)
+	if len(m.conflictsReported) < m.cfg.MaxMembers {
+		m.conflictsReported[addr] = true
+	}
+	m.stats.NameConflicts++
+	mb := m.export(m.self)
+	mb.Addr = addr
+	m.out.Events = append(m.out.Events, Event{Kind: EventConflict, Member: mb})
+	return true
+}
