@@ -93,6 +93,6 @@ func (m *Machine) conflictAnswered(from netip.AddrPort, seq uint32) bool {
 	m.stats.NameConflicts++
 	mb := m.export(m.self)
 	mb.Addr = addr
-	m.out.Events = append(m.out.Events, Event{Kind: EventConflict, Member: mb})
+	m.emitEvent(Event{Kind: EventConflict, Member: mb})
 	return true
 }

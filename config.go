@@ -275,6 +275,25 @@ type Config struct {
 	// Events receives membership events on a goroutine of its own, in order.
 	// Nil discards them.
 	Events EventHandler
+	// PartitionShare, if above 0, raises EventPartitioned when the live
+	// members this one sees fall below this share of the most it saw
+	// within PartitionWindow, and EventPartitionHealed when they are back
+	// to that share of the count before the fall (Apache Geode's
+	// quorum-loss check). 0.5 suits a service that must stop serving on
+	// the minority side of a partition. Graceful leaves do not count as
+	// losses. Default 0: off.
+	PartitionShare float64
+	// PartitionWindow is how quickly the fall must happen to raise the
+	// alarm: a cluster shrinking more slowly raises nothing. Default 30 s,
+	// a few suspicion timeouts.
+	PartitionWindow time.Duration
+	// SelfEvents adds events about this member itself: EventSuspect when
+	// another member suspected it, EventLeave (State StateDead) when one
+	// declared it dead, each with the incarnation of the claim and
+	// followed by the EventAlive of its refutation. An application can
+	// tell from them that its peers saw it as failing (a pause, a slow
+	// network). Default false.
+	SelfEvents bool
 	// Messages receives what other members send this one with
 	// SendBestEffort, SendReliable and Broadcast, on the goroutine that
 	// runs Events, in order with the events: a member's join is seen
@@ -342,6 +361,7 @@ func DefaultLANConfig() *Config {
 		MaxConcurrentStreams:    32,
 		EventBuffer:             1024,
 		MessageBuffer:           1024,
+		PartitionWindow:         30 * time.Second,
 		UserBroadcastLimit:      1024,
 		UserBroadcastBytes:      1 << 20,
 		MaxMembers:              16384,
@@ -488,6 +508,10 @@ func (c *Config) Validate() error {
 		return bad("EventBuffer", "must be at least 1")
 	case c.MessageBuffer < 1:
 		return bad("MessageBuffer", "must be at least 1")
+	case !(c.PartitionShare >= 0 && c.PartitionShare < 1):
+		return bad("PartitionShare", "must be in [0, 1)")
+	case c.PartitionShare > 0 && c.PartitionWindow <= 0:
+		return bad("PartitionWindow", "must be positive when PartitionShare is set")
 	case c.UserBroadcastLimit < 1:
 		return bad("UserBroadcastLimit", "must be at least 1")
 	case c.UserBroadcastBytes < c.PacketBudget:

@@ -164,6 +164,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		s = m.addEntry(a.Name, addr, a.Meta, a.Versions, StateAlive, a.Incarnation, now)
 		m.dropTomb(a.Name)
 		m.ringInsert(s)
+		m.notePartition(now, false)
 		m.addToProbeOrder(s)
 		m.version++
 		m.event(EventJoin, s)
@@ -338,15 +339,30 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 // stale: we refuted it already, but whoever still spreads it missed the
 // refutation, a rumor that died out too early under loss. Re-announcing our
 // current alive, without raising the incarnation, lets it catch up.
-func (m *Machine) selfAccused(now time.Time, inc uint64) {
+func (m *Machine) selfAccused(now time.Time, inc uint64) { m.selfClaimed(now, inc, StateSuspect) }
+
+// selfClaimed answers a claim that this member is suspect or dead at inc.
+func (m *Machine) selfClaimed(now time.Time, inc uint64, claim State) {
 	if m.self.state() != StateAlive || !m.plausible(m.self, inc) {
 		return
 	}
 	if inc >= m.self.inc() {
+		if m.cfg.SelfEvents {
+			mb := m.export(m.self)
+			mb.State, mb.Incarnation = claim, inc
+			kind := EventSuspect
+			if claim == StateDead {
+				kind = EventLeave
+			}
+			m.emitEvent(Event{Kind: kind, Member: mb})
+		}
 		// Lifeguard §IV-A: being accused is a sign that we may be the
 		// slow one.
 		m.adjustHealth(1)
 		m.refute(now, inc)
+		if m.cfg.SelfEvents {
+			m.event(EventAlive, m.self)
+		}
 		return
 	}
 	if b, queued := m.bq.byKey[m.selfName]; !queued || b.transmits > 0 {
@@ -365,7 +381,7 @@ func (m *Machine) selfDeclaredDead(now time.Time, inc uint64) {
 	if m.self.state() == StateAlive && inc >= m.self.inc() && inc-m.self.inc() <= MaxIncarnationJump {
 		m.scheduleFollowUps(now)
 	}
-	m.selfAccused(now, inc)
+	m.selfClaimed(now, inc, StateDead)
 }
 
 // refute answers a suspicion or death of this member: only the member itself
@@ -398,9 +414,11 @@ func (m *Machine) setState(now time.Time, s *memberState, state State) {
 	case s.live() && !wasLive:
 		m.removeDead(s)
 		m.ringInsert(s)
+		m.notePartition(now, false)
 	case !s.live() && wasLive:
 		m.ringRemove(s)
 		m.appendDead(s, now)
+		m.notePartition(now, state == StateLeft)
 	case !s.live():
 		// Dead to left: keep the reaping order fair by moving it to the
 		// back, since its time of death moved.

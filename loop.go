@@ -275,7 +275,9 @@ func (ml *Memberlist) output() output {
 		}
 		ml.startStream(req)
 	}
+	at := time.Now()
 	for _, e := range rd.Events {
+		e.Time = at
 		if e.Kind == EventConflict {
 			ml.logger.Warn("another live process uses this member's name; rename or stop one of them",
 				zap.Stringer("other_addr", e.Member.Addr))

@@ -218,11 +218,14 @@ type machineState struct {
 	timers timerQueue
 	armed  [timerKinds]time.Time
 
+	partition partitionAlarm // partition.go
+
 	health int  // local health score, Lifeguard §IV-A (health.go)
 	urgent bool // widen the next gossip round (a death we declared)
 
-	out   Ready
-	stats Stats
+	out      Ready
+	eventSeq uint64 // the Seq of the last event
+	stats    Stats
 	// scratch buffers reused between packets
 	frames      [][]byte
 	frameBuf    []byte
@@ -571,8 +574,20 @@ func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
 
 // event records a membership event for the driver.
 func (m *Machine) event(kind EventKind, s *memberState) {
-	m.out.Events = append(m.out.Events, Event{Kind: kind, Member: m.export(s)})
+	m.emitEvent(Event{Kind: kind, Member: m.export(s)})
 }
+
+// emitEvent numbers e and records it for the driver.
+func (m *Machine) emitEvent(e Event) {
+	m.eventSeq++
+	e.Seq = m.eventSeq
+	m.out.Events = append(m.out.Events, e)
+}
+
+// Snapshot returns every member in the table, as Members does, and the Seq
+// of the last event it reflects: the events after it are those with a
+// greater Seq.
+func (m *Machine) Snapshot() ([]Member, uint64) { return m.Members(), m.eventSeq }
 
 // Stats are cumulative counters of one member.
 type Stats struct {

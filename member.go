@@ -3,6 +3,7 @@ package swim
 import (
 	"fmt"
 	"net/netip"
+	"time"
 )
 
 // State is a member's liveness as one member sees it.
@@ -80,6 +81,13 @@ const (
 	// processes named alike fight over the name (each refutes the
 	// other); rename or stop one. Reported once per address.
 	EventConflict
+	// EventPartitioned: the live members this one sees fell, within
+	// Config.PartitionWindow, below Config.PartitionShare of the most it
+	// saw in that window: likely on the minority side of a partition.
+	// Member is this member. EventPartitionHealed: they are back to that
+	// share of the count before the fall.
+	EventPartitioned
+	EventPartitionHealed
 )
 
 func (k EventKind) String() string {
@@ -96,14 +104,28 @@ func (k EventKind) String() string {
 		return "update"
 	case EventConflict:
 		return "conflict"
+	case EventPartitioned:
+		return "partitioned"
+	case EventPartitionHealed:
+		return "partition-healed"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
 
 // Event is one membership change. Member is the member's state after it.
+//
+// Seq numbers a member's events from 1, with no gaps: a consumer that
+// sees a gap lost events (Memberlist drops them when the Events handler
+// falls EventBuffer behind). Snapshot returns the table with the Seq of
+// the last event it reflects, so a consumer can start from a snapshot and
+// apply only the events after it, missing none and applying none twice.
+// Time is when the event happened (Memberlist sets it; a Machine leaves
+// it zero, its driver knows the time).
 type Event struct {
 	Kind   EventKind
 	Member Member
+	Seq    uint64
+	Time   time.Time
 }
 
 // EventHandler receives membership events. Memberlist calls HandleEvent on a

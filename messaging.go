@@ -230,3 +230,14 @@ func (ml *Memberlist) Member(name string) (Member, bool) {
 	}
 	return mb, ok
 }
+
+// Snapshot returns every member in the table (alive, suspect, and dead or
+// left ones not yet forgotten, this one included), sorted by name, and the
+// Seq of the last event it reflects: apply the events with a greater Seq
+// to it and nothing is missed or applied twice (see Event). It waits as
+// Members does.
+func (ml *Memberlist) Snapshot() ([]Member, uint64) {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.Snapshot()
+}

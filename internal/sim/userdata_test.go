@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -131,4 +132,55 @@ func TestDirectMessagesInSimulator(t *testing.T) {
 	err, ok := acked[id]
 	require.True(t, ok, "no outcome for the reliable message")
 	require.NoError(t, err)
+}
+
+// TestPartitionAlarm: 20 members split 12 | 8. The 8 see most of their
+// peers die within the window and raise the alarm; the 12 keep more than
+// half and do not. After the heal the 8 clear it. A graceful leave of half
+// the cluster raises nothing.
+func TestPartitionAlarm(t *testing.T) {
+	cfg := func(string) *swim.Config {
+		c := swim.DefaultLANConfig()
+		c.PartitionShare = 0.5
+		return c
+	}
+	raised := map[string]int{}
+	healed := map[string]int{}
+	opts := Options{Seed: 5, NodeFactory: MachineFactory(cfg), OnEvent: func(r Record) {
+		switch r.Event.Kind {
+		case swim.EventPartitioned:
+			raised[r.Observer]++
+		case swim.EventPartitionHealed:
+			healed[r.Observer]++
+		}
+	}}
+	s := newScenarioWith(t, opts, 20, true)
+	require.True(t, s.RunUntil(s.converged, time.Minute))
+	s.Run(10 * time.Second)
+	require.Empty(t, raised, "no alarm while the cluster forms")
+	major, minor := s.names[:12], s.names[12:]
+	require.NoError(t, s.Partition(major, minor))
+	require.True(t, s.RunUntil(func() bool { return s.allSee(minor, major, swim.StateDead) }, 2*time.Minute))
+	for _, n := range minor {
+		require.Equal(t, 1, raised[n], "%s on the minority side", n)
+		require.True(t, s.machine(n).Partitioned())
+	}
+	for _, n := range major {
+		require.Zero(t, raised[n], "%s on the majority side", n)
+	}
+	s.Heal()
+	require.True(t, s.RunUntil(s.converged, 3*time.Minute), "no convergence after the heal")
+	for _, n := range minor {
+		require.Equal(t, 1, healed[n], n)
+		require.False(t, s.machine(n).Partitioned())
+	}
+
+	// More than half the cluster leaves gracefully, at once: no new alarm.
+	before := maps.Clone(raised)
+	for _, n := range major[:11] {
+		require.NoError(t, s.DoMachine(n, func(m *swim.Machine, now time.Time) { require.NoError(t, m.Leave(now)) }))
+	}
+	require.True(t, s.RunUntil(func() bool { return s.allSee(s.names[11:], major[:11], swim.StateLeft) }, time.Minute))
+	s.Run(10 * time.Second)
+	require.Equal(t, before, raised, "graceful leaves raised the alarm")
 }

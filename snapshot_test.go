@@ -1,0 +1,89 @@
+package swim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Events are numbered from 1 without gaps, and a snapshot names the last
+// event it reflects: the snapshot plus the events after it is the table.
+func TestEventSeqAndSnapshot(t *testing.T) {
+	h := newMT(t, mtConfig())
+	h.joinPeers(3, 1)
+	members, seq := h.m.Snapshot()
+	require.Len(t, members, 4)
+	require.Equal(t, uint64(3), seq, "three joins")
+
+	h.feed(mtPeerAddr(2), &wire.Suspect{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
+	h.feed(mtPeerAddr(1), &wire.Alive{Name: mtPeer(1), Addr: wire.EncodeAddr(mtPeerAddr(1)), Incarnation: 2, Meta: []byte("m")})
+	evs := h.ready().Events
+	require.Len(t, evs, 2)
+	for i, e := range evs {
+		require.Equal(t, seq+uint64(i)+1, e.Seq)
+	}
+	// Applying the events after the snapshot to it gives the table now.
+	view := map[string]Member{}
+	for _, mb := range members {
+		view[mb.Name] = mb
+	}
+	for _, e := range evs {
+		if e.Seq > seq {
+			view[e.Member.Name] = e.Member
+		}
+	}
+	now, last := h.m.Snapshot()
+	require.Equal(t, evs[len(evs)-1].Seq, last)
+	for _, mb := range now {
+		require.Equal(t, mb, view[mb.Name], mb.Name)
+	}
+}
+
+// Over sockets, events carry their time, and a consumer can combine a
+// snapshot with the stream.
+func TestSnapshotOverSockets(t *testing.T) {
+	ms := startCluster(t, 3)
+	members, seq := ms[0].Snapshot()
+	require.Len(t, members, 3)
+	require.Positive(t, seq)
+	// Every event delivered so far, in order, numbered without a gap.
+	ms[0].log.mu.Lock()
+	evs := append([]Event(nil), ms[0].log.events...)
+	ms[0].log.mu.Unlock()
+	require.NotEmpty(t, evs)
+	for i, e := range evs {
+		require.Equal(t, uint64(i+1), e.Seq)
+		require.WithinDuration(t, time.Now(), e.Time, time.Minute)
+	}
+	require.LessOrEqual(t, evs[len(evs)-1].Seq, seq, "the snapshot reflects what was delivered")
+}
+
+// With SelfEvents, a suspicion and a death of this member are reported,
+// each followed by the refutation; without, neither is.
+func TestSelfEvents(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := mtConfig()
+		cfg.SelfEvents = on
+		h := newMT(t, cfg)
+		h.joinPeers(2, 1)
+		h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtSelf, Incarnation: 0, From: mtPeer(1)})
+		h.feed(mtPeerAddr(2), &wire.Dead{Name: mtSelf, Incarnation: 1, From: mtPeer(2)})
+		evs := h.ready().eventsAbout(mtSelf)
+		if !on {
+			require.Empty(t, evs)
+			continue
+		}
+		require.Len(t, evs, 4)
+		require.Equal(t, EventSuspect, evs[0].Kind)
+		require.Equal(t, uint64(0), evs[0].Member.Incarnation)
+		require.Equal(t, EventAlive, evs[1].Kind)
+		require.Equal(t, uint64(1), evs[1].Member.Incarnation)
+		require.Equal(t, EventLeave, evs[2].Kind)
+		require.Equal(t, StateDead, evs[2].Member.State)
+		require.Equal(t, EventAlive, evs[3].Kind)
+		require.Equal(t, uint64(2), evs[3].Member.Incarnation)
+	}
+}
