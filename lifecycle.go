@@ -22,10 +22,13 @@ var (
 
 // Join starts a push-pull join with each seed and returns the IDs of the
 // StreamRequests it queued; their HandleStreamResponse results say which
-// seeds answered. The seeds are remembered for ReconnectTimeout and retried
+// seeds answered. A member that left joins again. The seeds are remembered for ReconnectTimeout and retried
 // while this member is alone, so a member that started before its peers, or
 // was cut off from all of them, joins without operator action.
 func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
+	if m.self.state() == StateLeft {
+		m.rejoin(now)
+	}
 	ids := make([]uint64, 0, len(seeds))
 	for _, addr := range seeds {
 		if addr == m.addrOf(m.self) {
@@ -59,6 +62,27 @@ func (m *Machine) Leave(now time.Time) error {
 	// Send it now rather than at the next gossip slot.
 	m.gossipNow(now)
 	return nil
+}
+
+// rejoin makes a member that left take part again, in the same process
+// (memberlist needs a new one): a higher incarnation than its leave, which
+// its alive overrides wherever the leave spread (SWIM §4.2), and probing,
+// push-pulls and the rest resume as at start.
+func (m *Machine) rejoin(now time.Time) {
+	m.self.setInc(nextIncarnation(m.self.inc()))
+	m.self.setState(StateAlive)
+	m.version++
+	m.leaveBroadcast = nil
+	m.broadcastSelfAlive() // replaces the queued leave, if it is still queued
+	if m.cfg.AlignedProbing {
+		m.probeRound = m.roundOf(now)
+		m.scheduleNextProbe(now)
+	} else {
+		m.nextProbe = now.Add(m.jitter(m.cfg.ProbeInterval))
+	}
+	if m.cfg.PushPullInterval > 0 {
+		m.nextPushPull = now.Add(m.jitter(m.cfg.PushPullInterval))
+	}
 }
 
 // LeaveDone reports whether the leave announcement has been sent as often as

@@ -324,7 +324,8 @@ func (ml *Memberlist) LocalMember() Member {
 // returns when every seed has answered or failed, or ctx ends. It returns how
 // many seeds answered, and an error (errors.Join of the failures) only if
 // none did. Seeds that did not answer are retried in the background while
-// this member is alone.
+// this member is alone. After Leave, Join makes the member take part
+// again, under a new incarnation, without a restart.
 func (ml *Memberlist) Join(ctx context.Context, addrs ...string) (int, error) {
 	if ml.isShutdown() {
 		return 0, ErrShutdown
@@ -349,6 +350,10 @@ func (ml *Memberlist) Join(ctx context.Context, addrs ...string) (int, error) {
 	var results chan joinResult
 	var asked int
 	err := ml.input(func(now time.Time) {
+		if ml.machine.self.state() == StateLeft {
+			// Joining again after Leave: a later Leave is a new one.
+			ml.leaveDone, ml.leaveShown = nil, false
+		}
 		ids := ml.machine.Join(now, seeds)
 		asked = len(ids)
 		results = make(chan joinResult, len(ids)) // never blocks an input, even if Join gave up

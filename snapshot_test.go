@@ -1,6 +1,8 @@
 package swim
 
 import (
+	"context"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -86,4 +88,65 @@ func TestSelfEvents(t *testing.T) {
 		require.Equal(t, EventAlive, evs[3].Kind)
 		require.Equal(t, uint64(2), evs[3].Member.Incarnation)
 	}
+}
+
+// Join after Leave: the member takes part again in the same process, at
+// an incarnation above its leave, probing again; peers see it join.
+func TestRejoinAfterLeaveMachine(t *testing.T) {
+	h := newMT(t, mtConfig())
+	h.joinPeers(2, 1)
+	require.NoError(t, h.m.Leave(h.now))
+	left := h.m.LocalMember().Incarnation
+	h.ready()
+	h.m.Join(h.now, []netip.AddrPort{mtSeedAddr})
+	self := h.m.LocalMember()
+	require.Equal(t, StateAlive, self.State)
+	require.Greater(t, self.Incarnation, left)
+	require.False(t, h.m.LeaveDone())
+	require.NoError(t, h.m.UpdateMeta(h.now, []byte("back")), "the API works again")
+	ping, _, _ := h.firstProbe()
+	require.NotNil(t, ping, "probing resumed")
+}
+
+func TestRejoinAfterLeaveOverSockets(t *testing.T) {
+	ms := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	require.NoError(t, ms[2].Leave(ctx))
+	require.Eventually(t, func() bool { return ms[0].log.saw(EventLeave, "node-2", StateLeft) }, formTimeout, pollEvery)
+	n, err := ms[2].Join(ctx, ms[0].LocalMember().Addr.String())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Eventually(t, func() bool { return ms[0].NumMembers() == 3 && ms[1].NumMembers() == 3 }, formTimeout, pollEvery)
+	mb, _ := ms[0].Member("node-2")
+	require.Equal(t, StateAlive, mb.State)
+	// A second Leave is a new one, and is seen again.
+	require.NoError(t, ms[2].Leave(ctx))
+	require.Eventually(t, func() bool { return ms[1].NumMembers() == 2 }, formTimeout, pollEvery)
+}
+
+// A member restarted under the same name, on another port, before it was
+// declared dead, rejoins: the others see it alive at its new address (an
+// update), not its old self.
+func TestRestartUnderSameName(t *testing.T) {
+	ms := startCluster(t, 3)
+	old := ms[2].LocalMember().Addr
+	require.NoError(t, ms[2].Shutdown())
+	again := startMember(t, testConfig("node-2"))
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	_, err := again.Join(ctx, ms[0].LocalMember().Addr.String())
+	require.NoError(t, err)
+	require.NotEqual(t, old, again.LocalMember().Addr)
+	require.Eventually(t, func() bool {
+		for _, m := range ms[:2] {
+			mb, ok := m.Member("node-2")
+			if !ok || mb.State != StateAlive || mb.Addr != again.LocalMember().Addr {
+				return false
+			}
+		}
+		return true
+	}, formTimeout, pollEvery, "the restarted member is not seen at its new address: %s", views(ms[:2]))
+	require.Eventually(t, func() bool { return again.NumMembers() == 3 }, formTimeout, pollEvery)
+	require.Zero(t, again.Stats().NameConflicts, "its previous life answers nothing: no conflict")
 }
