@@ -324,6 +324,10 @@ type Config struct {
 	// goroutine of the exchange. Releases that know no application state
 	// skip it.
 	State StateDelegate
+	// Pings, if set, attaches the application's payload to this member's
+	// acks and hands it the payloads peers attach to theirs, with each
+	// round trip (memberlist's PingDelegate; network coordinates).
+	Pings PingDelegate
 	// MaxStateSize bounds the application state of one push-pull, sent and
 	// received: a LocalState over it is not sent, a peer's is not merged;
 	// both are counted and logged. 0 means 1 MiB, or half of

@@ -257,6 +257,7 @@ func (ml *Memberlist) handleStreamResult(r streamResult) {
 type output struct {
 	packets   []Packet
 	states    []RemoteState // for Config.State, outside the lock
+	acks      []AckInfo     // for Config.Pings, outside the lock
 	leaveDone chan struct{} // to close once the packets are sent: Leave may return
 	counted   bool          // in ml.sending
 }
@@ -301,6 +302,9 @@ func (ml *Memberlist) output() output {
 	if ml.cfg.State != nil {
 		out.states = rd.States
 	}
+	if ml.cfg.Pings != nil {
+		out.acks = rd.Acks
+	}
 	if ml.leaveDone != nil && !ml.leaveShown && m.LeaveDone() {
 		ml.leaveShown = true
 		out.leaveDone = ml.leaveDone
@@ -318,6 +322,9 @@ func (ml *Memberlist) output() output {
 func (ml *Memberlist) send(out output) {
 	if len(out.states) > 0 {
 		ml.mergeStates(out.states)
+	}
+	for _, a := range out.acks {
+		ml.cfg.Pings.NotifyPingComplete(a.From, a.RTT, a.Payload)
 	}
 	if !out.counted {
 		return

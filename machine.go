@@ -61,12 +61,15 @@ type Ready struct {
 	Outcomes []Outcome
 	// States are the applications' states peers sent in push-pulls.
 	States []RemoteState
+	// Acks are the answers to direct probes and Pings, with the payload
+	// the peer's application attached, for Config.Pings.
+	Acks []AckInfo
 }
 
 // IsEmpty reports whether there is nothing to act on.
 func (r *Ready) IsEmpty() bool {
 	return len(r.Packets) == 0 && len(r.Streams) == 0 && len(r.Events) == 0 &&
-		len(r.Messages) == 0 && len(r.Outcomes) == 0 && len(r.States) == 0
+		len(r.Messages) == 0 && len(r.Outcomes) == 0 && len(r.States) == 0 && len(r.Acks) == 0
 }
 
 // NewMachine returns the core of the member cfg describes, reachable at
@@ -169,6 +172,8 @@ type machineState struct {
 	// trips measured, by name (ping.go)
 	userPings map[uint32]*userPing
 	rtts      map[string]time.Duration
+	// the ack payloads of the packet being handled (ping.go)
+	ackPayloads []*wire.AckPayload
 	// name-conflict checks in flight, by seq, and the addresses found to
 	// run a second process of this name (admission.go)
 	conflictChecks    map[uint32]netip.AddrPort
@@ -370,6 +375,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	}
 	// A newer peer's additions (wire.ProtocolMax): skipped, counted.
 	m.stats.UnknownFields += uint64(unknownFields)
+	m.ackPayloads = m.ackPayloads[:0]
 	sender := m.byAddr(from)
 	if sender == m.self {
 		sender = nil
@@ -388,6 +394,8 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		switch msg := msg.(type) {
 		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast:
 			continue
+		case *wire.AckPayload:
+			m.ackPayloads = append(m.ackPayloads, msg)
 		case *wire.Unknown:
 			m.stats.UnknownMessages++
 		case *wire.Alive:
@@ -423,7 +431,11 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 
 // send queues a packet carrying msg and as many pending deltas as fit
 // (SWIM §4: dissemination piggybacks on failure-detection traffic).
-func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
+func (m *Machine) send(to netip.AddrPort, msg wire.Message) { m.sendWith(to, msg, nil) }
+
+// sendWith is send with a second message riding right after msg (an ack's
+// payload), if extra is not nil.
+func (m *Machine) sendWith(to netip.AddrPort, msg, extra wire.Message) {
 	// The frame is built in a reused buffer: emit copies it into the
 	// packet.
 	frame, err := wire.AppendFrame(m.frameBuf[:0], msg)
@@ -439,10 +451,13 @@ func (m *Machine) send(to netip.AddrPort, msg wire.Message) {
 	budget := m.packetBudget() - wire.CompoundHeaderMax - len(frame) - wire.FrameOverheadMax
 	if ping, ok := msg.(*wire.Ping); ok {
 		if claim := m.claimFor(ping, to); claim != nil {
-			if f, err := wire.AppendFrame(nil, claim); err == nil {
-				m.frames = append(m.frames, f)
-				budget -= len(f) + wire.FrameOverheadMax
-			}
+			extra = claim
+		}
+	}
+	if extra != nil {
+		if f, err := wire.AppendFrame(nil, extra); err == nil {
+			m.frames = append(m.frames, f)
+			budget -= len(f) + wire.FrameOverheadMax
 		}
 	}
 	m.frames = m.piggyback(m.frames, budget, to)
@@ -638,6 +653,7 @@ type Stats struct {
 	StatesRefused              uint64 // applications' states in push-pulls over MaxStateSize, not handed on
 	AdmissionsRefused          uint64 // new members Config.Admit refused
 	NameConflicts              uint64 // second live processes found claiming this member's name (EventConflict)
+	AckPayloadsTooLarge        uint64 // Config.Pings payloads over MaxAckPayload, not sent
 	JoinsRefused               uint64 // joins (ours or a peer's) Config.AdmitJoin refused
 	PushPulls, PushPullsFailed uint64
 	StreamsExpired             uint64 // stream requests whose outcome the driver never reported, failed after twice their Timeout

@@ -54,6 +54,7 @@ func (m *Machine) pingAnswered(now time.Time, from netip.AddrPort, seq uint32) b
 	rtt := now.Sub(up.start)
 	if s := m.byAddr(from); s != nil {
 		m.sampleRTT(m.nameOf(s), rtt)
+		m.ackHeard(s, seq, rtt)
 	}
 	m.out.Outcomes = append(m.out.Outcomes, Outcome{ID: up.id, RTT: rtt})
 	return true
@@ -85,4 +86,61 @@ func (m *Machine) sampleRTT(name string, rtt time.Duration) {
 func (m *Machine) RTT(name string) (time.Duration, bool) {
 	rtt, ok := m.rtts[name]
 	return rtt, ok
+}
+
+// PingDelegate lets an application attach a payload to this member's acks
+// and read what peers attach to theirs (Config.Pings; memberlist's
+// PingDelegate), as network coordinates need: each direct probe and Ping
+// is a round-trip sample with the peer's payload.
+type PingDelegate interface {
+	// AckPayload returns what this member's acks carry, at most
+	// MaxAckPayload bytes (a longer one is not sent, and counted). It is
+	// called inside the protocol, with the member's state locked, for
+	// each ack to a member that reads it (protocol 3): it must be quick,
+	// must not block and must not call Memberlist methods.
+	AckPayload() []byte
+	// NotifyPingComplete is called with each answer to a direct probe or
+	// Ping from a member that attached a payload: the member, the round
+	// trip and the payload. Memberlist calls it outside every lock, on
+	// the goroutine that received the ack.
+	NotifyPingComplete(from Member, rtt time.Duration, payload []byte)
+}
+
+// MaxAckPayload bounds what an application attaches to an ack.
+const MaxAckPayload = 256
+
+// AckInfo is an answer to a direct probe or a Ping that carried the
+// peer's payload (Ready.Acks).
+type AckInfo struct {
+	From    Member
+	RTT     time.Duration
+	Payload []byte
+}
+
+// ackPayloadFor is the payload for the ack to a ping from sender, with this member's payload when
+// the application attaches one and the sender reads it.
+func (m *Machine) ackPayloadFor(sender *memberState, seq uint32) *wire.AckPayload {
+	if m.cfg.Pings == nil || sender == nil || m.versionsOf(sender).Effective().ProtocolMax < wire.ProtocolUser {
+		return nil
+	}
+	p := m.cfg.Pings.AckPayload()
+	if len(p) == 0 {
+		return nil
+	}
+	if len(p) > MaxAckPayload {
+		m.stats.AckPayloadsTooLarge++
+		return nil
+	}
+	return &wire.AckPayload{Seq: seq, Payload: cloneBytes(p)}
+}
+
+// ackHeard hands the payload that came with the ack of seq from s, if any,
+// to the driver (Ready.Acks).
+func (m *Machine) ackHeard(s *memberState, seq uint32, rtt time.Duration) {
+	for _, ap := range m.ackPayloads {
+		if ap.Seq == seq && len(ap.Payload) > 0 && len(ap.Payload) <= MaxAckPayload {
+			m.out.Acks = append(m.out.Acks, AckInfo{From: m.export(s), RTT: rtt, Payload: ap.Payload})
+			return
+		}
+	}
 }

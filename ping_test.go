@@ -2,7 +2,9 @@ package swim
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,4 +103,76 @@ func TestRefutationFromNewAddressIsAnUpdate(t *testing.T) {
 	require.Equal(t, EventAlive, evs[0].Kind)
 	require.Equal(t, EventUpdate, evs[1].Kind)
 	require.Equal(t, moved, evs[1].Member.Addr)
+}
+
+// coords is a PingDelegate that attaches its name and records the peers'.
+type coords struct {
+	mu   sync.Mutex
+	mine []byte
+	got  map[string][]byte
+	rtts map[string]time.Duration
+}
+
+func (c *coords) AckPayload() []byte { return c.mine }
+
+func (c *coords) NotifyPingComplete(from Member, rtt time.Duration, payload []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got[from.Name] = payload
+	c.rtts[from.Name] = rtt
+}
+
+// An ack to a member that reads payloads carries the application's; one
+// to an older member does not; the prober's driver gets it with the round
+// trip.
+func TestAckPayloadMachine(t *testing.T) {
+	cfg := mtConfig()
+	cfg.Pings = &coords{mine: []byte("xyz")}
+	h := newMT(t, cfg)
+	h.join(mtMemberV(1, 3), mtMemberV(2, 2))
+	h.feed(mtPeerAddr(1), &wire.Ping{Seq: 7, Target: mtSelf, From: mtPeer(1)})
+	h.feed(mtPeerAddr(2), &wire.Ping{Seq: 8, Target: mtSelf, From: mtPeer(2)})
+	out := h.ready()
+	require.Len(t, out.Packets, 2)
+	for _, p := range out.Packets {
+		var payload *wire.AckPayload
+		for _, msg := range p.Msgs {
+			if ap, ok := msg.(*wire.AckPayload); ok {
+				payload = ap
+			}
+		}
+		if p.To == mtPeerAddr(1) {
+			require.Equal(t, &wire.AckPayload{Seq: 7, Payload: []byte("xyz")}, payload)
+		} else {
+			require.Nil(t, payload, "to a member of protocol 2")
+		}
+	}
+
+	// The prober's side: a direct probe answered with a payload.
+	ping, pkt, _ := h.firstProbe()
+	h.now = pkt.At.Add(3 * time.Millisecond)
+	require.NoError(t, h.m.HandlePacket(h.now, pkt.To, mtPacket(t, &wire.Ack{Seq: ping.Seq}, &wire.AckPayload{Seq: ping.Seq, Payload: []byte("peer")})))
+	acks := h.m.Ready().Acks
+	require.Len(t, acks, 1)
+	require.Equal(t, ping.Target, acks[0].From.Name)
+	require.Equal(t, 3*time.Millisecond, acks[0].RTT)
+	require.Equal(t, []byte("peer"), acks[0].Payload)
+}
+
+func TestAckPayloadOverSockets(t *testing.T) {
+	cs := []*coords{}
+	ms := startClusterWith(t, 2, func(i int, c *Config) {
+		co := &coords{mine: []byte(fmt.Sprintf("coord-%d", i)), got: map[string][]byte{}, rtts: map[string]time.Duration{}}
+		cs = append(cs, co)
+		c.Pings = co
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	_, err := ms[0].Ping(ctx, "node-1")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		cs[0].mu.Lock()
+		defer cs[0].mu.Unlock()
+		return string(cs[0].got["node-1"]) == "coord-1" && cs[0].rtts["node-1"] > 0
+	}, formTimeout, pollEvery)
 }

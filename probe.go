@@ -383,6 +383,10 @@ func (m *Machine) handlePing(now time.Time, from netip.AddrPort, sender *memberS
 		m.sendPlain(from, ack, size)
 		return
 	}
+	if ap := m.ackPayloadFor(sender, p.Seq); ap != nil {
+		m.sendWith(from, ack, ap)
+		return
+	}
 	m.send(from, ack)
 }
 
@@ -466,8 +470,11 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 			m.stats.AcksRefused++
 			return
 		}
-		if !p.indirect && from == m.addrOf(p.target) {
+		if from == m.addrOf(p.target) {
+			// A direct answer (possibly after the indirect phase began):
+			// a round-trip sample.
 			m.sampleRTT(p.name, now.Sub(p.start))
+			m.ackHeard(p.target, a.Seq, now.Sub(p.start))
 		}
 		m.probeSucceeded(p)
 		return

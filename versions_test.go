@@ -22,7 +22,7 @@ func TestNewerPeerKindsAndFieldsSkipped(t *testing.T) {
 	// header grows by one, a string follows the Versions.
 	alive[1]++
 	alive = append(alive, 0xa1, 'x')
-	newer := []byte{0x0c, 0x91, 0x00} // kind 12 with a body of its own
+	newer := []byte{0x3f, 0x91, 0x00} // kind 63, from a protocol to come, with a body of its own
 	data := wire.AppendCompound(nil, [][]byte{newer, alive})
 
 	require.NoError(t, h.m.HandlePacket(h.now, mtPeerAddr(1), data))
@@ -84,7 +84,7 @@ func TestFeatureOnlyToPeersThatAnnounceIt(t *testing.T) {
 	h := newMT(t, mtConfig())
 	h.join(mtMember(1, StateAlive, 1), wire.MemberState{Name: mtPeer(2), Addr: wire.EncodeAddr(mtPeerAddr(2)), Incarnation: 1,
 		Versions: wire.Versions{ProtocolMin: 1, ProtocolMax: 3}})
-	future := []byte{0x0c, 0x91, 0x00} // a kind of protocol 3
+	future := []byte{0x3f, 0x91, 0x00} // a kind of a protocol to come
 	b := h.m.bq.queue("future", future)
 	b.proto = 3
 	h.m.broadcastSelfAlive()
@@ -93,7 +93,7 @@ func TestFeatureOnlyToPeersThatAnnounceIt(t *testing.T) {
 		frames, _ := h.m.bq.take(nil, 1400, 100, h.m.protocolAt(mtPeerAddr(to)))
 		for _, f := range frames {
 			switch wire.Type(f[0]) {
-			case 0x0c:
+			case 0x3f:
 				future = true
 			case wire.TypeAlive:
 				alive = true

@@ -161,6 +161,11 @@ func decodeFrameInto(b []byte, m Message, skipped *int) error {
 		decodeUser(&d, m)
 	case *Broadcast:
 		decodeBroadcast(&d, m)
+	case *AckPayload:
+		n := d.arrayLen("", 2, math.MaxInt)
+		m.Seq = uint32(d.uint("Seq", math.MaxUint32))
+		m.Payload = d.bin("Payload", MaxPacketSize)
+		d.skip("", n-2)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("", ErrTrailingBytes)
@@ -209,6 +214,8 @@ func newMessage(t Type) Message {
 		return new(User)
 	case TypeBroadcast:
 		return new(Broadcast)
+	case TypeAckPayload:
+		return new(AckPayload)
 	}
 	return nil
 }
@@ -237,6 +244,8 @@ func newSingle(t Type) []Message {
 		return single[User]()
 	case TypeBroadcast:
 		return single[Broadcast]()
+	case TypeAckPayload:
+		return single[AckPayload]()
 	}
 	return nil
 }
@@ -266,12 +275,13 @@ type slabs struct {
 	pushPull []PushPull
 	user     []User
 	bcast    []Broadcast
+	ackData  []AckPayload
 }
 
 // newSlabs counts the types of the n frames ahead of d (a copy: the real
 // pass reports any error) and allocates an array for each type present.
 func newSlabs(d decoder, n int) slabs {
-	var counts [TypeBroadcast + 1]int
+	var counts [TypeAckPayload + 1]int
 	for range n {
 		f := d.raw("", math.MaxInt, false)
 		if d.err != nil || len(f) == 0 {
@@ -292,6 +302,7 @@ func newSlabs(d decoder, n int) slabs {
 		pushPull: makeSlab[PushPull](counts[TypePushPull]),
 		user:     makeSlab[User](counts[TypeUser]),
 		bcast:    makeSlab[Broadcast](counts[TypeBroadcast]),
+		ackData:  makeSlab[AckPayload](counts[TypeAckPayload]),
 	}
 }
 
@@ -326,6 +337,8 @@ func (s *slabs) next(t Type) Message {
 		return take(&s.user)
 	case TypeBroadcast:
 		return take(&s.bcast)
+	case TypeAckPayload:
+		return take(&s.ackData)
 	}
 	return nil
 }

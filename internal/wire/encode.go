@@ -227,6 +227,17 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		b = appendString(b, m.Key)
 		return appendBin(b, m.Payload), nil
 
+	case *AckPayload:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkLen(TypeAckPayload, "Payload", len(m.Payload), MaxPacketSize); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 2)
+		b = appendUint(b, uint64(m.Seq))
+		return appendBin(b, m.Payload), nil
+
 	case nil:
 		return b, errNilMessage
 	}

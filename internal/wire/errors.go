@@ -80,6 +80,8 @@ func (t Type) String() string {
 		return "user"
 	case TypeBroadcast:
 		return "broadcast"
+	case TypeAckPayload:
+		return "ackPayload"
 	}
 	return "Type(" + strconv.Itoa(int(t)) + ")"
 }

@@ -38,8 +38,8 @@ const (
 	// ProtocolMax is the newest protocol this version speaks.
 	ProtocolMax uint8 = 3
 	// ProtocolUser is the first protocol with application data: User
-	// messages and Broadcasts. Neither is sent to a peer that announced
-	// less.
+	// messages, Broadcasts and AckPayloads. None is sent to a peer that
+	// announced less.
 	ProtocolUser uint8 = 3
 )
 
@@ -92,8 +92,9 @@ const (
 	TypePushPull Type = 8
 	TypeCompound Type = 9
 	// From ProtocolUser on.
-	TypeUser      Type = 10
-	TypeBroadcast Type = 11
+	TypeUser       Type = 10
+	TypeBroadcast  Type = 11
+	TypeAckPayload Type = 12
 )
 
 // Limits enforced by every decoder.
@@ -222,6 +223,14 @@ type Broadcast struct {
 	Payload []byte
 }
 
+// AckPayload rides with the Ack of the same Seq, in one packet: what the
+// acking member's application attaches to its acks (ProtocolUser), such
+// as network coordinates.
+type AckPayload struct {
+	Seq     uint32
+	Payload []byte
+}
+
 // Unknown stands for a message of a kind this version does not know, sent
 // by a newer peer: DecodePacket returns it in the message's place instead of
 // rejecting the packet, and the receiver skips it (and counts it).
@@ -234,15 +243,16 @@ type Compound struct {
 	Frames [][]byte
 }
 
-func (*Ping) Type() Type      { return TypePing }
-func (*PingReq) Type() Type   { return TypePingReq }
-func (*Ack) Type() Type       { return TypeAck }
-func (*Nack) Type() Type      { return TypeNack }
-func (*Alive) Type() Type     { return TypeAlive }
-func (*Suspect) Type() Type   { return TypeSuspect }
-func (*Dead) Type() Type      { return TypeDead }
-func (*PushPull) Type() Type  { return TypePushPull }
-func (*Compound) Type() Type  { return TypeCompound }
-func (*User) Type() Type      { return TypeUser }
-func (*Broadcast) Type() Type { return TypeBroadcast }
-func (u *Unknown) Type() Type { return u.Kind }
+func (*Ping) Type() Type       { return TypePing }
+func (*PingReq) Type() Type    { return TypePingReq }
+func (*Ack) Type() Type        { return TypeAck }
+func (*Nack) Type() Type       { return TypeNack }
+func (*Alive) Type() Type      { return TypeAlive }
+func (*Suspect) Type() Type    { return TypeSuspect }
+func (*Dead) Type() Type       { return TypeDead }
+func (*PushPull) Type() Type   { return TypePushPull }
+func (*Compound) Type() Type   { return TypeCompound }
+func (*User) Type() Type       { return TypeUser }
+func (*Broadcast) Type() Type  { return TypeBroadcast }
+func (*AckPayload) Type() Type { return TypeAckPayload }
+func (u *Unknown) Type() Type  { return u.Kind }

@@ -107,6 +107,8 @@ func TestRoundTrip(t *testing.T) {
 		{"broadcast empty", &Broadcast{}},
 		{"broadcast", &Broadcast{Origin: "o", Epoch: 1 << 41, Seq: math.MaxUint32, Key: "key", Payload: []byte("p")}},
 		{"broadcast max", &Broadcast{Origin: name255, Epoch: math.MaxUint64, Key: strings.Repeat("k", MaxKeyLen), Payload: bytes.Repeat([]byte{1}, 60000)}},
+		{"ack payload empty", &AckPayload{}},
+		{"ack payload", &AckPayload{Seq: 1 << 31, Payload: []byte("coordinates")}},
 		{"compound empty", &Compound{}},
 		{"compound", &Compound{Frames: [][]byte{{byte(TypeAck), 0x91, 0x01}, {byte(TypeNack), 0x91, 0x02}}}},
 	}
