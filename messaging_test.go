@@ -42,31 +42,15 @@ func (b *inbox) has(kind MessageKind, from, payload string) bool {
 }
 
 // startClusterWith starts n members configured by tweak, joined through the
-// first, and waits until every one sees all n.
+// first, and waits until every one sees all n (formCluster).
 func startClusterWith(t *testing.T, n int, tweak func(i int, c *Config)) []*testMember {
 	t.Helper()
-	members := make([]*testMember, n)
-	for i := range members {
-		cfg := testConfig(fmt.Sprintf("node-%d", i))
-		tweak(i, cfg)
-		members[i] = startMember(t, cfg)
+	cfgs := make([]*Config, n)
+	for i := range cfgs {
+		cfgs[i] = testConfig(fmt.Sprintf("node-%d", i))
+		tweak(i, cfgs[i])
 	}
-	seed := members[0].LocalMember().Addr.String()
-	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
-	defer cancel()
-	for _, m := range members[1:] {
-		_, err := m.Join(ctx, seed)
-		require.NoError(t, err)
-	}
-	require.Eventually(t, func() bool {
-		for _, m := range members {
-			if m.NumMembers() != n {
-				return false
-			}
-		}
-		return true
-	}, formTimeout, pollEvery, "cluster of %d did not form: %s", n, views(members))
-	return members
+	return formCluster(t, cfgs...)
 }
 
 func TestSendBestEffortAndReliableOverSockets(t *testing.T) {
