@@ -99,13 +99,16 @@ const (
 //     else is suspected, in particular not by the paused member.
 //
 // With every mechanism working these cases drew no accusation of a live
-// member in 35 of 37 case runs (eight runs of the suite, November 2026, 2
-// cores; the deafness case in four of them and once alone), and one in
-// each of the other two: in the starvation case, while other jobs loaded
-// the 2 cores (load average up to 6), a healthy member was accused once,
-// one member descheduled past another's probe timeout. So each case allows
-// one stray accusation (-chaos.strays; raise it on a busy machine), no
-// more: the broken mechanisms above make 4 to 109.
+// member in 35 of 37 case runs (eight runs of the suite on 2 cores; the
+// deafness case in four of them and once alone), and one in each of the
+// other two: in the starvation case, while other jobs loaded the 2 cores
+// (load average up to 6), a healthy member was accused once, one member
+// descheduled past another's probe timeout. So each case allows one stray
+// accusation (-chaos.strays; raise it on a busy machine), no more: the
+// broken mechanisms above make 4 to 109. Each case also waits out the
+// longest probe period after the previous heal before it starts (begin):
+// without that, the starvation case counted the accusations of probes the
+// UDP and TCP loss case had failed, two or three, in 2 of 5 runs.
 //
 // UDP and TCP loss together does draw accusations (37 to 53 per run), which
 // refutation clears; that case keeps the no-false-death check only.
