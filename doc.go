@@ -17,8 +17,11 @@
 //
 //   - Core: Machine, the protocol of one member as a pure state machine
 //     (machine.go, lifecycle.go, probe.go, suspicion.go, incarnation.go,
-//     pushpull.go, broadcast.go, table.go, ring.go, health.go, timers.go),
-//     and the types it reports in (member.go: State, Member, Event). It
+//     pushpull.go, broadcast.go, table.go, ring.go, health.go, timers.go;
+//     the applications' messages and broadcasts in usermsg.go, pings and
+//     round trips in ping.go, admission and name conflicts in
+//     admission.go, the partition alarm in partition.go), and the types
+//     it reports in (member.go: State, Member, Event). It
 //     does no I/O, reads no clock, starts no goroutine and draws
 //     randomness only from the *rand.Rand it is given; every input
 //     carries now, and every output (packets, stream exchanges, events,
@@ -26,7 +29,8 @@
 //     one queue (timers.go), so NextDeadline is the head of that queue.
 //     TestCoreIsPure checks this on the source.
 //   - Runtime: Memberlist drives one Machine with real time (memberlist.go,
-//     loop.go, stream.go, streamlimits.go, events.go, queue.go, join.go), seals and opens traffic (security.go,
+//     loop.go, stream.go, streamlimits.go, events.go, queue.go, join.go,
+//     messaging.go for the applications' data), seals and opens traffic (security.go,
 //     keyring.go), logs refused traffic at a bounded rate (ratelog.go), and
 //     runs callbacks on a goroutine of their own. The simulator in internal/sim drives
 //     thousands of Machines in virtual time instead.
@@ -47,6 +51,9 @@
 //     ping-req, ack and nack, fewest-sent first, each sent
 //     RetransmitMult·max(2, ceil(log10(N+1))) times (broadcast.go), and are
 //     also gossiped to GossipNodes members every GossipInterval.
+//     Applications' broadcasts spread the same way, each member relaying
+//     what it delivers (usermsg.go); they share every packet with
+//     membership deltas by a fair budget, each kind sure of half.
 //   - SWIM §4.2, suspicion and incarnations: a failed probe makes its
 //     target suspect, not dead; only a member raises its own incarnation,
 //     to refute (suspicion.go, incarnation.go).
