@@ -102,7 +102,9 @@ type PingDelegate interface {
 	// NotifyPingComplete is called with each answer to a direct probe or
 	// Ping from a member that attached a payload: the member, the round
 	// trip and the payload. Memberlist calls it outside every lock, on
-	// the goroutine that received the ack.
+	// the goroutine that received the ack (the transport's reader, or the
+	// loop for a transport without one), so it must be safe for
+	// concurrent use with the rest of the application.
 	NotifyPingComplete(from Member, rtt time.Duration, payload []byte)
 }
 

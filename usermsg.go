@@ -422,7 +422,9 @@ func (w *seenWindow) shift(n uint32) {
 }
 
 // StateDelegate exchanges an application's state with peers on every
-// push-pull (Config.State).
+// push-pull (Config.State). Memberlist calls it outside every lock, on the
+// goroutine of each exchange, so possibly on several at once: it must be
+// safe for concurrent use.
 type StateDelegate interface {
 	// LocalState returns this member's state to send; join says whether
 	// the exchange is a join (this member's or the peer's).
