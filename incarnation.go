@@ -430,12 +430,19 @@ func (m *Machine) setState(now time.Time, s *memberState, state State) {
 // appendDead adds s to the dead list, which is in order of death: every
 // entry lives GossipToDeadTime, so the reap timer is armed for the head.
 func (m *Machine) appendDead(s *memberState, now time.Time) {
-	m.dead = append(m.dead, deadEntry{id: s.id, since: now})
+	failed := s.state() == StateDead
+	if failed {
+		m.deadFailed++
+	}
+	m.dead = append(m.dead, deadEntry{id: s.id, since: now, failed: failed})
 	m.armAt(timerReap, m.dead[0].since.Add(m.cfg.GossipToDeadTime))
 }
 
 func (m *Machine) removeDead(s *memberState) {
 	if i := slices.IndexFunc(m.dead, func(d deadEntry) bool { return d.id == s.id }); i >= 0 {
+		if m.dead[i].failed {
+			m.deadFailed--
+		}
 		m.dead = slices.Delete(m.dead, i, i+1)
 	}
 }
@@ -448,6 +455,9 @@ func (m *Machine) reap(now time.Time) {
 	for len(m.dead) > 0 && !now.Before(m.dead[0].since.Add(m.cfg.GossipToDeadTime)) {
 		d := m.dead[0]
 		m.dead = m.dead[1:]
+		if d.failed {
+			m.deadFailed--
+		}
 		s := m.entry(d.id)
 		if m.cfg.ReconnectTimeout > 0 {
 			m.addTomb(&tombstone{name: m.nameOf(s), addr: m.addrOf(s), inc: s.inc(), left: s.state() == StateLeft, since: d.since})

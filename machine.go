@@ -143,7 +143,8 @@ type machineState struct {
 	epoch time.Time
 	// dead holds members declared dead or left that are still in the table,
 	// in the order they died, until GossipToDeadTime passes.
-	dead []deadEntry
+	dead       []deadEntry
+	deadFailed int // entries of dead that are failed, so NextDeadline need not scan it
 	// tombs holds the tombstones oldest first, tombByName the current one
 	// of each name; deadTombs counts those of members that did not leave
 	// (the reconnect targets).
@@ -241,6 +242,9 @@ type machineState struct {
 type deadEntry struct {
 	id    uint32
 	since time.Time
+	// failed: the member was declared dead, not left, when it entered
+	// the list (a reconnect target); deadFailed counts these.
+	failed bool
 }
 
 func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *rand.Rand, now time.Time) {

@@ -410,14 +410,10 @@ func (m *Machine) reconnectWanted() bool {
 	return m.deadTombs > 0 || m.hasDeadToRetry() || (m.numOthers() == 0 && len(m.seeds) > 0)
 }
 
-func (m *Machine) hasDeadToRetry() bool {
-	for _, d := range m.dead {
-		if m.entry(d.id).state() == StateDead {
-			return true
-		}
-	}
-	return false
-}
+// hasDeadToRetry reports whether a member declared dead (not left) is in
+// the dead list. NextDeadline asks it after every input, so it is a count,
+// not a scan: after a mass leave the list is long and holds no target.
+func (m *Machine) hasDeadToRetry() bool { return m.deadFailed > 0 }
 
 // reconnectFanout is how many reconnect attempts the cluster makes per dead
 // member per ReconnectInterval, about: enough that a member wrongly
