@@ -276,7 +276,10 @@ func (ml *Memberlist) output() output {
 		}
 		ml.startStream(req)
 	}
-	at := time.Now()
+	var at time.Time
+	if len(rd.Events) > 0 { // most inputs have none: no clock read for them
+		at = time.Now()
+	}
 	for _, e := range rd.Events {
 		e.Time = at
 		if e.Kind == EventConflict {
