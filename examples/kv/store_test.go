@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -120,8 +121,7 @@ func TestStoreConvergesUnderLossAndCatchesUp(t *testing.T) {
 		}
 		return true
 	}
-	ok := assertEventually(converged, 60*time.Second)
-	if !ok {
+	if !assert.Eventually(t, converged, 60*time.Second, 50*time.Millisecond) {
 		for _, m := range members {
 			snap := m.store.Snapshot()
 			diff := 0
@@ -136,18 +136,6 @@ func TestStoreConvergesUnderLossAndCatchesUp(t *testing.T) {
 		}
 		t.Fatal("the members' maps did not converge")
 	}
-}
-
-// assertEventually polls cond until it holds or within passes.
-func assertEventually(cond func() bool, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return cond()
 }
 
 func TestEntryOrder(t *testing.T) {
