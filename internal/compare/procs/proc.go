@@ -57,6 +57,33 @@ func parseVmRSS(status []byte) (uint64, error) {
 	return 0, fmt.Errorf("status: no VmRSS line")
 }
 
+// machineCPU is the machine's CPU time from the first line of /proc/stat,
+// in clock ticks summed over its CPUs.
+type machineCPU struct {
+	busy  uint64 // user, nice, system, irq, softirq
+	steal uint64 // taken by the hypervisor for other guests
+}
+
+// parseProcStat returns the machine's CPU time from the content of
+// /proc/stat.
+func parseProcStat(stat []byte) (machineCPU, error) {
+	line, _, _ := strings.Cut(string(stat), "\n")
+	f := strings.Fields(line)
+	// cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineCPU{}, fmt.Errorf("/proc/stat: first line %q", line)
+	}
+	var v [9]uint64
+	for i := 1; i < 9; i++ {
+		n, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return machineCPU{}, fmt.Errorf("/proc/stat field %d: %w", i, err)
+		}
+		v[i] = n
+	}
+	return machineCPU{busy: v[1] + v[2] + v[3] + v[6] + v[7], steal: v[8]}, nil
+}
+
 // devCounters are a network device's transmit counters.
 type devCounters struct {
 	txBytes, txPackets uint64

@@ -50,6 +50,20 @@ func TestParseNetDev(t *testing.T) {
 	}
 }
 
+func TestParseProcStat(t *testing.T) {
+	stat := []byte("cpu  1000 10 200 5000 60 7 30 40 0 0\ncpu0 500 5 100 2500 30 3 15 20 0 0\n")
+	got, err := parseProcStat(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != (machineCPU{busy: 1000 + 10 + 200 + 7 + 30, steal: 40}) {
+		t.Fatalf("got %+v", got)
+	}
+	if _, err := parseProcStat([]byte("intr 1 2 3\n")); err == nil {
+		t.Fatal("a /proc/stat without its cpu line parsed")
+	}
+}
+
 func TestMedian(t *testing.T) {
 	for _, c := range []struct {
 		in   []float64

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -46,6 +47,11 @@ type window struct {
 	Bytes   float64 // IP bytes (headers included) sent per member per second
 	Packets float64 // packets sent per member per second
 	RSSMiB  float64 // median VmRSS over the processes at its end
+	// The rest of the machine, in CPUs' worth: busy outside the agents,
+	// and stolen by the hypervisor. The machine may be shared; these say
+	// how much it was.
+	OtherCores float64
+	StealCores float64
 }
 
 // medianOf returns the median over r's windows of the figure f picks.
@@ -101,16 +107,22 @@ func printReport(out io.Writer, rep *report) {
 		fmt.Fprintln(out, line)
 	}
 
-	fmt.Fprintln(out, "\nEach window (CPU ms / bytes / packets per member per s; RSS MiB):")
+	fmt.Fprintln(out, "\nEach window: CPU ms / bytes / packets per member per s; RSS MiB; the rest of the machine:")
+	fmt.Fprintln(out, "CPUs busy outside the agents + CPUs stolen by the hypervisor")
 	for _, r := range rep.Libs {
-		var ws []string
-		for _, w := range r.Windows {
-			ws = append(ws, fmt.Sprintf("%.3f / %.1f / %.2f; %.1f", w.CPUms, w.Bytes, w.Packets, w.RSSMiB))
+		for i, w := range r.Windows {
+			fmt.Fprintf(out, "  %-10s  %d: %.3f / %.1f / %.2f; %.1f; %.2f + %.2f\n",
+				r.Lib, i+1, w.CPUms, w.Bytes, w.Packets, w.RSSMiB, w.OtherCores, w.StealCores)
 		}
-		fmt.Fprintf(out, "  %-10s  %s\n", r.Lib, strings.Join(ws, "  |  "))
 	}
 	fmt.Fprintln(out, "\nNotes:")
-	fmt.Fprintf(out, "- CPU: utime+stime from /proc/<pid>/stat (%d Hz ticks), summed over the processes.\n", userHZ)
+	// Each process's count is rounded down to a tick at both ends of a
+	// window: an error within ±1 tick, about 0.41 tick standard deviation
+	// (the difference of two uniform roundings), independent across the
+	// processes.
+	tickSD := 0.41 * math.Sqrt(float64(rep.N)) * 1000 / userHZ / (float64(rep.N) * rep.Window.Seconds())
+	fmt.Fprintf(out, "- CPU: utime+stime from /proc/<pid>/stat (%d Hz ticks), summed over the processes; their rounding\n"+
+		"  to ticks blurs each window's figure by about %.3f ms per member per s (one standard deviation).\n", userHZ, tickSD)
 	fmt.Fprintf(out, "- bytes: the namespace loopback's tx_bytes, which counts each packet once; the probe found it\n"+
 		"  counts %d bytes per packet beyond the IP packet (subtracted), so the figure is IP header +\n"+
 		"  UDP or TCP header + payload, TCP handshakes and acks included.\n", rep.LinkHeader)

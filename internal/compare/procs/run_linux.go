@@ -247,8 +247,8 @@ func runLib(ctx context.Context, ns *chaos.Namespace, o *options, lib, bin strin
 			return res, err
 		}
 		win := measure(prev, s, c.n, linkHeader)
-		logf("%s: window %d of %d: CPU %.3f ms, %.1f bytes, %.2f packets per member per s; RSS %.1f MiB",
-			lib, w+1, o.windows, win.CPUms, win.Bytes, win.Packets, win.RSSMiB)
+		logf("%s: window %d of %d: CPU %.3f ms, %.1f bytes, %.2f packets per member per s; RSS %.1f MiB; rest of the machine %.2f cores busy, %.2f stolen",
+			lib, w+1, o.windows, win.CPUms, win.Bytes, win.Packets, win.RSSMiB, win.OtherCores, win.StealCores)
 		res.Windows = append(res.Windows, win)
 		prev = s
 	}
@@ -407,6 +407,7 @@ func (c *cluster) kill() {
 type sample struct {
 	at    time.Time
 	ticks uint64      // utime+stime summed over the agents
+	cpu   machineCPU  // the whole machine's
 	lo    devCounters // the namespace's loopback
 	rss   []float64   // each agent's VmRSS, bytes
 }
@@ -419,6 +420,13 @@ func (c *cluster) sample() (sample, error) {
 		return sample{}, errors.New(exited)
 	}
 	s := sample{at: time.Now()}
+	procStat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return sample{}, err
+	}
+	if s.cpu, err = parseProcStat(procStat); err != nil {
+		return sample{}, err
+	}
 	for _, p := range c.procs {
 		dir := "/proc/" + strconv.Itoa(p.cmd.Process.Pid)
 		stat, err := os.ReadFile(dir + "/stat")
@@ -463,6 +471,11 @@ func measure(a, b sample, n int, linkHeader int) window {
 		Bytes:   (float64(b.lo.txBytes-a.lo.txBytes) - float64(linkHeader)*packets) / per,
 		Packets: packets / per,
 		RSSMiB:  median(b.rss) / (1 << 20),
+		// Busy time outside the agents' own utime+stime: other processes,
+		// and interrupt work (some of it the agents' packets) charged to
+		// no process.
+		OtherCores: (float64(b.cpu.busy-a.cpu.busy) - float64(b.ticks-a.ticks)) / userHZ / secs,
+		StealCores: float64(b.cpu.steal-a.cpu.steal) / userHZ / secs,
 	}
 }
 
