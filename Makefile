@@ -152,8 +152,9 @@ compare:
 # (internal/compare/procs): 64 processes per library, one member each,
 # each library's LAN defaults, GOMAXPROCS=1, on 127.0.0.1 in a private
 # network namespace (the chaos suite's), one library after the other in
-# the same run. It times the join through one seed until all see all,
-# then, from 40s after it, takes three 60s windows: CPU per member
+# the same run. It times the join through one seed until all see all and
+# until the median member does (a refused join is retried 100ms later,
+# and counted), then, from 40s after it, takes three 60s windows: CPU per member
 # (utime+stime from /proc/<pid>/stat), bytes per member with IP and UDP/TCP
 # headers and packets per member (the namespace loopback's tx counters;
 # a probe checks what they count first) and RSS per member (median VmRSS);

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/swim-go/swim/internal/compare/procs/agent"
 )
 
 // report is what one invocation measured.
@@ -32,8 +34,21 @@ type report struct {
 
 // libResult is one library's run.
 type libResult struct {
-	Lib  string
-	Join time.Duration // until every agent saw N live members
+	Lib string
+	// Join is the time in seconds from the join commands until every
+	// agent saw N live members, JoinMedian until the median agent did
+	// (+Inf when more than half never did).
+	Join       float64
+	JoinMedian float64
+	// JoinNote says how far the join got when it did not converge within
+	// -join-bound (Join is then unset); "" when it did.
+	JoinNote string
+	// JoinRetried agents had a join attempt fail (JoinRetries failures in
+	// all; JoinError the first one's error) and tried again after
+	// agent.JoinRetry.
+	JoinRetried int
+	JoinRetries int
+	JoinError   string
 	// Windows in order; each figure is per member per second, but RSS.
 	Windows []window
 	// Changes counts the changes of any agent's live count during the
@@ -74,7 +89,13 @@ var rows = []row{
 	{"CPU, ms per member per s", "%.3f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.CPUms }) }},
 	{"bytes per member per s (IP+UDP/TCP headers)", "%.1f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.Bytes }) }},
 	{"packets per member per s", "%.2f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.Packets }) }},
-	{"join through one seed, all see all, s", "%.2f", func(r *libResult) float64 { return r.Join.Seconds() }},
+	{"join through one seed, all see all, s", "%.2f", func(r *libResult) float64 {
+		if r.JoinNote != "" {
+			return math.NaN() // not converged: see the notes
+		}
+		return r.Join
+	}},
+	{"join, the median member sees all, s", "%.2f", func(r *libResult) float64 { return r.JoinMedian }},
 	{"RSS per member (median VmRSS), MiB", "%.1f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.RSSMiB }) }},
 }
 
@@ -99,7 +120,11 @@ func printReport(out io.Writer, rep *report) {
 	for _, rw := range rows {
 		line := fmt.Sprintf("%-*s", nameWidth, rw.name)
 		for i := range rep.Libs {
-			line += padLeft(fmt.Sprintf(rw.format, rw.value(&rep.Libs[i])), valueWidth)
+			v := "—"
+			if x := rw.value(&rep.Libs[i]); !math.IsNaN(x) && !math.IsInf(x, 0) {
+				v = fmt.Sprintf(rw.format, x)
+			}
+			line += padLeft(v, valueWidth)
 		}
 		if swim != nil && ml != nil {
 			line += padLeft(ratio(rw.value(swim), rw.value(ml)), valueWidth+5)
@@ -127,6 +152,13 @@ func printReport(out io.Writer, rep *report) {
 		"  counts %d bytes per packet beyond the IP packet (subtracted), so the figure is IP header +\n"+
 		"  UDP or TCP header + payload, TCP handshakes and acks included.\n", rep.LinkHeader)
 	for _, r := range rep.Libs {
+		if r.JoinNote != "" {
+			fmt.Fprintf(out, "- %s: join %s.\n", r.Lib, r.JoinNote)
+		}
+		if r.JoinRetried > 0 {
+			fmt.Fprintf(out, "- %s: %d of %d joins failed at first (%d failed attempts in all, retried after %v; the join\n"+
+				"  time includes them); the first error: %s\n", r.Lib, r.JoinRetried, rep.N-1, r.JoinRetries, agent.JoinRetry, r.JoinError)
+		}
 		if r.Changes > 0 {
 			fmt.Fprintf(out, "- %s: %d changes of a member's live count during the windows (a steady cluster has none).\n", r.Lib, r.Changes)
 		}
@@ -152,7 +184,7 @@ func find(rs []libResult, lib string) *libResult {
 }
 
 func ratio(a, b float64) string {
-	if b == 0 {
+	if b == 0 || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f×", a/b)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -157,9 +158,11 @@ type proc struct {
 	ready    bool
 	live     int       // the last count it printed
 	fullAt   time.Time // when it last reached N, zero while below
-	joinErr  string
-	startErr string // its error line, if it could not start
-	exitErr  error  // from Wait, once done is closed
+	joined   bool      // its Join succeeded
+	retries  int       // its join attempts that failed before
+	joinErr  string    // the first one's error
+	startErr string    // its error line, if it could not start
+	exitErr  error     // from Wait, once done is closed
 }
 
 // cluster is one library's agents.
@@ -206,29 +209,57 @@ func runLib(ctx context.Context, ns *chaos.Namespace, o *options, lib, bin strin
 			return res, fmt.Errorf("%s: %w", p.name, err)
 		}
 	}
-	if err := c.waitFor(ctx, o.joinBound, "every agent seeing all", func() (bool, string) {
-		var counts []int
+	err := c.waitFor(ctx, o.joinBound, "every agent seeing all", func() (bool, string) {
+		joined, short, missing, minLive := 0, 0, 0, c.n
 		for _, p := range c.procs {
-			if p.joinErr != "" {
-				return false, fmt.Sprintf("%s: join: %s", p.name, p.joinErr)
+			if p.joined {
+				joined++
 			}
-			counts = append(counts, p.live)
+			if p.live < c.n {
+				short++
+				missing += c.n - p.live
+			}
+			minLive = min(minLive, p.live)
 		}
-		slices.Sort(counts)
-		return counts[0] == c.n, fmt.Sprintf("live counts min %d, median %d of %d", counts[0], counts[len(counts)/2], c.n)
-	}); err != nil {
+		return short == 0, fmt.Sprintf("%d of %d joins done; %d agents see fewer than %d (%d members missing in all, the fewest seen %d)",
+			joined, c.n-1, short, c.n, missing, minLive)
+	})
+	// A cluster that does not converge within the bound is a result,
+	// not a failure of the run: its steady state is measured all the same.
+	var timeout *timeoutError
+	if errors.As(err, &timeout) {
+		res.JoinNote = timeout.msg
+		logf("%s: %s", lib, timeout.msg)
+	} else if err != nil {
 		return res, err
 	}
 	c.mu.Lock()
-	var last time.Time
+	// Each agent's time to see all: the last time its count reached N
+	// (a count that dipped and came back counts from its return); +Inf
+	// for one that never did within the bound.
+	var each []float64
 	for _, p := range c.procs {
-		if p.fullAt.After(last) {
-			last = p.fullAt
+		if p.fullAt.IsZero() {
+			each = append(each, math.Inf(1))
+		} else {
+			each = append(each, p.fullAt.Sub(joinStart).Seconds())
+		}
+		if p.retries > 0 {
+			res.JoinRetried++
+			res.JoinRetries += p.retries
+			if res.JoinError == "" {
+				res.JoinError = p.joinErr
+			}
 		}
 	}
 	c.mu.Unlock()
-	res.Join = last.Sub(joinStart)
-	logf("%s: all see all after %.2fs; steady state in %v", lib, res.Join.Seconds(), o.settle)
+	slices.Sort(each)
+	res.JoinMedian = median(each)
+	if res.JoinNote == "" {
+		res.Join = each[len(each)-1]
+		logf("%s: all see all after %.2fs, the median agent after %.2fs (%d joins retried); steady state in %v",
+			lib, res.Join, res.JoinMedian, res.JoinRetried, o.settle)
+	}
 
 	if err := pause(ctx, o.settle); err != nil {
 		return res, err
@@ -310,6 +341,8 @@ func (c *cluster) read(p *proc, stdout io.Reader) {
 		case agent.EvError:
 			p.startErr = l.Err
 		case agent.EvJoined:
+			p.joined = true
+			p.retries = l.Attempts - 1
 			p.joinErr = l.Err
 		case agent.EvLive:
 			c.changes++
@@ -337,6 +370,11 @@ func (c *cluster) changeCount() int {
 	return c.changes
 }
 
+// timeoutError is waitFor's error when the bound passed first.
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string { return e.msg }
+
 // waitFor polls cond (under c.mu) until it holds, an agent exits, ctx ends
 // or within passes; cond's string says how far it got.
 func (c *cluster) waitFor(ctx context.Context, within time.Duration, what string, cond func() (bool, string)) error {
@@ -354,7 +392,7 @@ func (c *cluster) waitFor(ctx context.Context, within time.Duration, what string
 		case exited != "":
 			return errors.New(exited)
 		case time.Now().After(deadline):
-			return fmt.Errorf("not %s within %v: %s", what, within, status)
+			return &timeoutError{fmt.Sprintf("not %s within %v: %s", what, within, status)}
 		}
 		select {
 		case <-ctx.Done():

@@ -12,11 +12,14 @@
 //
 //	{"ev":"ready","addr":"127.0.0.1:20000"}   the member listens
 //	{"ev":"live","n":64}                      it now sees n live members, itself included
-//	{"ev":"joined","join_ns":1234567}         its Join returned (err set if it failed)
+//	{"ev":"joined","join_ns":1234567,"attempts":1}
+//	                                          its Join succeeded, after attempts tries
+//	                                          (err: the first failure's, if any)
 //	{"ev":"error","err":"..."}                it could not start
 //
 // and one command per line on stdin: "join HOST:PORT" joins through that
-// seed. When stdin closes (the driver exited or closed it) the member shuts
+// seed, and tries again after JoinRetry for as long as it fails, as an
+// application's start-up would. When stdin closes (the driver exited or closed it) the member shuts
 // down and the process exits, so an agent never outlives its driver by more
 // than that.
 package agent
@@ -34,11 +37,12 @@ import (
 
 // Line is one line of an agent's stdout.
 type Line struct {
-	Ev     string `json:"ev"`
-	Addr   string `json:"addr,omitempty"`
-	N      int    `json:"n,omitempty"`
-	JoinNS int64  `json:"join_ns,omitempty"`
-	Err    string `json:"err,omitempty"`
+	Ev       string `json:"ev"`
+	Addr     string `json:"addr,omitempty"`
+	N        int    `json:"n,omitempty"`
+	JoinNS   int64  `json:"join_ns,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	Err      string `json:"err,omitempty"`
 }
 
 // The events of Line.Ev.
@@ -48,6 +52,13 @@ const (
 	EvJoined = "joined"
 	EvError  = "error"
 )
+
+// JoinRetry is the pause between two join attempts. Short, so that a
+// refused attempt (swim's seed refuses streams beyond its share for one
+// source address once its stream slots are full: under a join storm from
+// one host) adds little to the join time, which the table reports beside
+// the number of retries.
+const JoinRetry = 100 * time.Millisecond
 
 // Config is what the driver gives an agent on its command line.
 type Config struct {
@@ -97,8 +108,16 @@ func Main(start Start) {
 			go func() {
 				began := time.Now()
 				l := Line{Ev: EvJoined}
-				if err := m.Join(arg); err != nil {
-					l.Err = err.Error()
+				for {
+					l.Attempts++
+					err := m.Join(arg)
+					if err == nil {
+						break
+					}
+					if l.Err == "" {
+						l.Err = err.Error()
+					}
+					time.Sleep(JoinRetry)
 				}
 				l.JoinNS = time.Since(began).Nanoseconds()
 				out.print(l)
