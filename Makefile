@@ -154,13 +154,14 @@ compare:
 # network namespace (the chaos suite's), one library after the other in
 # the same run. It times the join through one seed until all see all and
 # until the median member does (a refused join is retried 100ms later,
-# and counted), then, from 40s after it, takes three 60s windows: CPU per member
-# (utime+stime from /proc/<pid>/stat), bytes per member with IP and UDP/TCP
-# headers and packets per member (the namespace loopback's tx counters;
-# a probe checks what they count first) and RSS per member (median VmRSS);
-# it prints one table of the medians over the windows, with the ratio
-# swim/memberlist. Linux and root only (it skips elsewhere); installs
-# iproute2 if missing. About 8 minutes on 2 cores. Flags in PROCS_FLAGS
+# and counted), then, from 40s after it, takes three 60s windows: CPU per
+# member (utime+stime from /proc/<pid>/stat), bytes per member with IP and
+# UDP/TCP headers and packets per member (the namespace loopback's tx
+# counters; a probe checks what they count first) and RSS per member
+# (median VmRSS); it prints one table of the medians over the windows,
+# with the ratio swim/memberlist. Linux and root only (it skips
+# elsewhere); installs iproute2 if missing. About 8 minutes on 2 cores, up
+# to 10 when memberlist's join takes its 2 minutes. Flags in PROCS_FLAGS
 # (see `cd internal/compare && go run ./procs -h`), e.g. a quick run:
 #   make procs PROCS_FLAGS='-n 8 -settle 5s -window 5s'
 # The driver cleans up after itself (agents, namespace, builds); clean.sh
