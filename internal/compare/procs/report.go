@@ -187,6 +187,9 @@ func ratio(a, b float64) string {
 	if b == 0 || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
 		return "n/a"
 	}
+	if r := a / b; r < 0.1 {
+		return fmt.Sprintf("%.3f×", r) // two decimals would read 0.00
+	}
 	return fmt.Sprintf("%.2f×", a/b)
 }
 
