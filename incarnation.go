@@ -215,6 +215,10 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 		return
 	}
 	s := m.lookup(d.Name)
+	if s != nil && s.state() == StateAlive && d.Incarnation < s.inc() {
+		m.answerStale(s)
+		return
+	}
 	if s == nil || precedence(s.state(), s.inc(), StateSuspect, d.Incarnation) == stale || !m.plausible(s, d.Incarnation) {
 		return
 	}
@@ -396,14 +400,34 @@ func (m *Machine) refute(now time.Time, seen uint64) {
 
 func (m *Machine) broadcastSelfAlive() { m.queueBroadcast(m.selfName, m.selfAlive()) }
 
-func (m *Machine) selfAlive() *wire.Alive {
+func (m *Machine) selfAlive() *wire.Alive { return m.aliveOf(m.self) }
+
+// aliveOf is the alive delta of s as this member knows it.
+func (m *Machine) aliveOf(s *memberState) *wire.Alive {
 	return &wire.Alive{
-		Name:        m.selfName,
-		Addr:        wire.EncodeAddr(m.addrOf(m.self)),
-		Incarnation: m.self.inc(),
-		Meta:        m.metaOf(m.self),
-		Versions:    m.versionsOf(m.self),
+		Name:        m.nameOf(s),
+		Addr:        wire.EncodeAddr(m.addrOf(s)),
+		Incarnation: s.inc(),
+		Meta:        m.metaOf(s),
+		Versions:    m.versionsOf(s),
 	}
+}
+
+// answerStale answers an accusation of s older than the alive we know of
+// it: someone still holds a suspicion that s refuted, because the
+// refutation missed it, and the accusation it keeps gossiping is the sign.
+// We gossip the newer alive once more, as a member accused at an old
+// incarnation reasserts itself, so that the holder learns it before its
+// suspicion runs out instead of at the next anti-entropy exchange. Only
+// when the alive is not already queued untransmitted: a burst of stale
+// accusations re-queues it once.
+func (m *Machine) answerStale(s *memberState) {
+	name := m.nameOf(s)
+	if b, queued := m.bq.byKey[name]; queued && b.transmits == 0 {
+		return
+	}
+	m.stats.StaleAccusationsAnswered++
+	m.queueBroadcast(name, m.aliveOf(s))
 }
 
 // setState moves a member between the live set and the dead list.

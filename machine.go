@@ -167,8 +167,17 @@ type machineState struct {
 	probeNext  int
 	nextProbe  time.Time
 	probes     []*probeRound // in flight; aligned rounds can overlap
-	seq        uint32
-	relays     map[uint32]*relay
+	// Paired rounds (pairing.go): the round of the next Heartbeat and
+	// when it is due, the first round whose partners are still to be
+	// checked, and the members on the ring that cannot pair.
+	beatRound  int64
+	nextBeat   time.Time
+	checkRound int64
+	unpaired   map[uint32]struct{}
+	// lastHeardAny is when a packet from any member last arrived.
+	lastHeardAny time.Time
+	seq          uint32
+	relays       map[uint32]*relay
 	// the application's pings in flight, by seq, and the smoothed round
 	// trips measured, by name (ping.go)
 	userPings map[uint32]*userPing
@@ -270,12 +279,14 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.selfName = cfg.Name
 	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), StateAlive, 0, now)
 	m.version = 1
+	m.unpaired = make(map[uint32]struct{})
 	m.ringInsert(m.self)
 	// Spread the periodic work of members started together over one
 	// interval, so they do not probe and exchange state in lockstep.
 	if cfg.AlignedProbing {
 		m.probeRound = m.roundOf(now)
 		m.scheduleNextProbe(now)
+		m.scheduleHeartbeats(now)
 	} else {
 		m.nextProbe = now.Add(m.jitter(cfg.ProbeInterval))
 	}
@@ -387,6 +398,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	if sender != nil {
 		// Geode: any message from a member counts as a heartbeat.
 		m.markHeard(sender, now)
+		m.lastHeardAny = now
 	}
 	// Deltas first, answers and requests last: a ping that carries a
 	// suspicion of us (buddy ping, final check) must see the refutation it
@@ -396,7 +408,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	// leave check) sees the member's new incarnation.
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
-		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast:
+		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast, *wire.Heartbeat:
 			continue
 		case *wire.AckPayload:
 			m.ackPayloads = append(m.ackPayloads, msg)
@@ -428,6 +440,8 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handlePing(now, from, sender, msg, len(data))
 		case *wire.PingReq:
 			m.handlePingReq(now, from, sender, msg, len(data))
+		case *wire.Heartbeat:
+			m.handleHeartbeat(now, from, msg)
 		}
 	}
 	return nil
@@ -623,6 +637,11 @@ type Stats struct {
 	DeltasStale                  uint64 // news of a forgotten member no newer than its tombstone (a replay), dropped
 	TombstoneNudges              uint64 // forgotten members told of their death on stale news of them
 	Probes, ProbesFailed         uint64
+	HeartbeatsSent               uint64 // to partners of paired rounds (pairing.go)
+	HeartbeatsReceived           uint64
+	PairChecks                   uint64 // partners heard from in time: checked without a probe
+	PairFallbacks                uint64 // partners not heard from in time, probed
+	HeartbeatsWithheld           uint64 // not sent: no member heard from for two rounds (pairing.go)
 	ProbesSavedByTraffic         uint64 // ack lost, but the target was heard from during the probe
 	TCPProbesSaved               uint64 // UDP failed, the fallback TCP ping answered
 	NacksSent, NacksReceived     uint64
@@ -635,6 +654,7 @@ type Stats struct {
 	SuspicionsRaised             uint64
 	Refutations                  uint64
 	Reasserts                    uint64 // stale accusations answered with our current alive
+	StaleAccusationsAnswered     uint64 // accusations of others older than their alive we know, answered by gossiping that alive again
 	DeathsDeclared               uint64
 	FinalChecks                  uint64 // suspects pinged once more before being declared dead
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead

@@ -66,7 +66,15 @@ func (m *Machine) nextSeq() uint32 {
 // tickProbe starts the next probe when it is due (timerProbe). The probe's
 // own timers start its indirect phase and judge it.
 func (m *Machine) tickProbe(now time.Time) {
-	if m.self.state() != StateAlive || now.Before(m.nextProbe) {
+	if m.self.state() != StateAlive || now.Before(m.nextProbe) || m.paired() {
+		return
+	}
+	if m.cfg.AlignedProbing && m.roundOf(now) > m.probeRound+1 {
+		// Probing stopped for more than a round (paired rounds, or a
+		// pause): start again from the present round instead of
+		// catching up on the rounds missed.
+		m.probeRound = m.roundOf(now)
+		m.scheduleNextProbe(now)
 		return
 	}
 	target := m.nextProbeTarget(now)
@@ -74,17 +82,23 @@ func (m *Machine) tickProbe(now time.Time) {
 	if target == nil {
 		return
 	}
+	m.startProbe(target, now)
+}
+
+// startProbe pings target and arms the probe's timers as from start: its
+// indirect phase after ProbeTimeout, its verdict after ProbeInterval, both
+// longer while we are unhealthy (Lifeguard §IV-A).
+func (m *Machine) startProbe(target *memberState, start time.Time) {
 	p := &probeRound{
 		target:      target,
 		name:        m.nameOf(target),
 		incarnation: target.inc(),
 		seq:         m.nextSeq(),
-		start:       now,
+		start:       start,
 	}
 	m.probes = append(m.probes, p)
-	// Lifeguard §IV-A: an unhealthy member waits longer for acks.
-	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerProbeTimeout, uint64(p.seq), 0, "")
-	m.after(now.Add(m.scaled(m.cfg.ProbeInterval)), timerProbeEnd, uint64(p.seq), 0, "")
+	m.after(start.Add(m.scaled(m.cfg.ProbeTimeout)), timerProbeTimeout, uint64(p.seq), 0, "")
+	m.after(start.Add(m.scaled(m.cfg.ProbeInterval)), timerProbeEnd, uint64(p.seq), 0, "")
 	m.stats.Probes++
 	m.send(m.addrOf(target), &wire.Ping{Seq: p.seq, Target: p.name, From: m.selfName})
 }
@@ -154,6 +168,7 @@ func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys,
 
 func (m *Machine) ringInsert(s *memberState) {
 	m.ring.insert(m.ringOrder(), s.id)
+	m.notePairing(s)
 	if m.byName != nil {
 		m.byName.insert(m.nameOrder(), s.id)
 	}
@@ -161,6 +176,7 @@ func (m *Machine) ringInsert(s *memberState) {
 
 func (m *Machine) ringRemove(s *memberState) {
 	m.ring.remove(m.ringOrder(), s.id)
+	delete(m.unpaired, s.id)
 	if m.byName != nil {
 		m.byName.remove(m.nameOrder(), s.id)
 	}
@@ -187,11 +203,7 @@ func (m *Machine) alignedTarget(r int64) *memberState {
 	if n < 2 {
 		return nil
 	}
-	if m.selfPosAt != m.ring.mods+1 {
-		// Views change rarely next to how often we probe.
-		m.selfPos, m.selfPosAt = m.ring.index(m.ringOrder(), m.self.id), m.ring.mods+1
-	}
-	pos := m.selfPos
+	pos := m.ringSelfPos()
 	if pos < 0 {
 		return nil
 	}

@@ -296,9 +296,13 @@ func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, 
 	if m.reg.verAddr[old] == addr && bytes.Equal(m.reg.verMeta[old], meta) && m.reg.verVers[old] == vers {
 		return
 	}
+	oldVers := m.reg.verVers[old]
 	v := m.reg.acquireVersion(s.id, addr, meta, vers)
 	m.reg.releaseVersion(old)
 	s.vs = v<<8 | s.vs&0xff
+	if oldVers != vers && m.ring.index(m.ringOrder(), s.id) >= 0 {
+		m.notePairing(s)
+	}
 }
 
 func (m *Machine) nameOf(s *memberState) string         { return m.reg.names[s.id] }
