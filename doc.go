@@ -82,6 +82,10 @@
 //     rounds are numbered from the clock on a ring all members share, so
 //     every member is probed once per round and a crash is probed within
 //     one ProbeInterval instead of after several.
+//   - Paired probing halves its packets: each round the ring is split into
+//     pairs whose members send each other one Heartbeat at their own
+//     phases instead of a ping and an ack each; a partner not heard from
+//     in time is probed as from its phase, so detection is unchanged.
 //   - The suspicion timeout is PauseTolerance, anchored at the start of the
 //     failed probe and carried with the suspicion, so that all members
 //     decide together and a pause shorter than the tolerance never kills.

@@ -520,6 +520,7 @@ func TestEncodedSizes(t *testing.T) {
 		{"ping (seq 1)", &Ping{Seq: 1, Target: name, From: from}, 26},
 		{"ping (seq 1000)", &Ping{Seq: 1000, Target: name, From: from}, 28},
 		{"ack (seq 1)", &Ack{Seq: 1}, 4},
+		{"heartbeat", &Heartbeat{From: from}, 14},
 		{"ack (seq 100000)", &Ack{Seq: 100000}, 8},
 		{"nack (seq 1)", &Nack{Seq: 1}, 4},
 		{"alive (inc 1, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 1, Versions: current}, 25},
