@@ -174,6 +174,11 @@ type machineState struct {
 	nextBeat   time.Time
 	checkRound int64
 	unpaired   map[uint32]struct{}
+	// the ring's mods when a round last looked, and the rounds since it
+	// changed (pairing.go: noteRound)
+	ringModsSeen uint64
+	stableRounds int
+	roundNoted   int64
 	// lastHeardAny is when a packet from any member last arrived.
 	lastHeardAny time.Time
 	seq          uint32

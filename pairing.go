@@ -57,10 +57,36 @@ import (
 // only while every live member it knows announced that protocol; otherwise
 // it probes as aligned probing does, so a cluster being upgraded one
 // process at a time probes as before until its last old member is gone.
+// It also probes for two rounds after its ring changed, while the rings of
+// the others are likely to disagree with it (stableRoundsToPair).
 
 // paired reports whether this member pairs in its rounds now.
 func (m *Machine) paired() bool {
-	return m.cfg.PairedProbing && m.cfg.AlignedProbing && m.cfg.AnyTrafficHeartbeat && len(m.unpaired) == 0
+	return m.cfg.PairedProbing && m.cfg.AlignedProbing && m.cfg.AnyTrafficHeartbeat &&
+		len(m.unpaired) == 0 && m.stableRounds >= stableRoundsToPair
+}
+
+// stableRoundsToPair is how many rounds the ring must stay as it is before
+// a member pairs. While the ring changes (a boot, a join storm, a mass
+// failure) the members' rings disagree, a Heartbeat goes to a member that
+// does not expect it and its expected partner falls back to a probe: three
+// packets where aligned probing, which only probes someone twice when
+// views disagree, sends two, on a cluster that is busy already.
+const stableRoundsToPair = 2
+
+// noteRound counts the rounds since the ring last changed. Whichever of
+// probing and pairing is running calls it when its round's work is due,
+// so the mode changes only there; a round is counted once however many
+// times it is called in it.
+func (m *Machine) noteRound(now time.Time) {
+	if m.ring.mods != m.ringModsSeen {
+		m.ringModsSeen, m.stableRounds, m.roundNoted = m.ring.mods, 0, m.roundOf(now)
+		return
+	}
+	if r := m.roundOf(now); r > m.roundNoted && m.stableRounds < stableRoundsToPair {
+		m.stableRounds++
+		m.roundNoted = r
+	}
 }
 
 // pairCapable reports whether s announced the protocol with Heartbeats.
@@ -162,6 +188,9 @@ func (m *Machine) scheduleHeartbeats(now time.Time) {
 func (m *Machine) tickHeartbeat(now time.Time) {
 	if now.Before(m.nextBeat) {
 		return
+	}
+	if m.noteRound(now); !m.paired() {
+		return // the ring changed: probing takes over (wanted)
 	}
 	if m.roundOf(now) > m.beatRound {
 		// We were not running for the rest of the round (a pause), or

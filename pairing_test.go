@@ -75,6 +75,11 @@ func pairedMTWith(t *testing.T, cfg *Config, extra ...wire.MemberState) (*mt, *m
 	return h, h.m.lookup(mtPeer(1))
 }
 
+// warmRounds is how long a test lets a joined Machine run before it pairs:
+// its ring must stay unchanged for stableRoundsToPair rounds first, counted
+// by the round it is in when the join is done.
+const warmRounds = stableRoundsToPair + 2
+
 // driveRounds runs the Machine through rounds [from, to), the peer sending
 // its Heartbeat at its phase in each round for which beats says so, and
 // returns every packet the Machine sent.
@@ -131,8 +136,8 @@ func kinds(pkts []mtPkt, addr netip.AddrPort) map[string]int {
 // no ack, every check passed without a probe.
 func TestPairedProbingOnePacketPerRound(t *testing.T) {
 	h, peer := pairedMT(t)
-	r0 := h.m.roundOf(h.now) + 2
-	driveRounds(h, peer, r0-2, r0, func(int64) bool { return true })
+	r0 := h.m.roundOf(h.now) + warmRounds
+	driveRounds(h, peer, r0-warmRounds, r0, func(int64) bool { return true })
 	before := h.m.Stats()
 	sent := driveRounds(h, peer, r0, r0+20, func(int64) bool { return true })
 	got := kinds(sent, mtPeerAddr(1))
@@ -154,8 +159,9 @@ func TestPairedProbingOnePacketPerRound(t *testing.T) {
 // suspect it too. Pairing saves packets, never detection time.
 func TestPairedProbingSilentPartner(t *testing.T) {
 	h, peer := pairedMT(t)
-	r0 := h.m.roundOf(h.now) + 3
-	driveRounds(h, peer, r0-3, r0, func(int64) bool { return true })
+	r0 := h.m.roundOf(h.now) + warmRounds
+	driveRounds(h, peer, r0-warmRounds, r0, func(int64) bool { return true })
+	require.True(t, h.m.paired())
 	phase := h.m.roundTime(r0, peer)
 	var firstPing time.Time
 	var suspectAt time.Time
@@ -189,8 +195,8 @@ func TestPairedProbingDeafMemberFallsSilent(t *testing.T) {
 	cfg := mtConfig()
 	cfg.PauseTolerance = time.Minute // the silent peer stays a suspect, and our partner
 	h, peer := pairedMTWith(t, cfg)
-	r0 := h.m.roundOf(h.now) + 2
-	driveRounds(h, peer, r0-2, r0, func(int64) bool { return true })
+	r0 := h.m.roundOf(h.now) + warmRounds
+	driveRounds(h, peer, r0-warmRounds, r0, func(int64) bool { return true })
 	sent := driveRounds(h, peer, r0, r0+6, func(int64) bool { return false })
 	require.Positive(t, h.m.Stats().HeartbeatsWithheld)
 	beats := kinds(sent, mtPeerAddr(1))["*wire.Heartbeat"]
@@ -206,10 +212,12 @@ func TestPairedProbingDeafMemberFallsSilent(t *testing.T) {
 func TestPairedProbingMixedCluster(t *testing.T) {
 	old := mtMember(2, StateAlive, 1)
 	old.Versions = wire.Versions{ProtocolMin: 1, ProtocolMax: 3}
-	h, peer := pairedMT(t, old)
-	require.False(t, h.m.paired())
+	cfg := mtConfig()
+	cfg.PauseTolerance = time.Minute // the silent old member stays live
+	h, peer := pairedMTWith(t, cfg, old)
 	r0 := h.m.roundOf(h.now) + 1
-	sent := driveRounds(h, peer, r0, r0+8, func(int64) bool { return false })
+	sent := driveRounds(h, peer, r0, r0+8, func(int64) bool { return true })
+	require.False(t, h.m.paired())
 	require.Zero(t, kinds(sent, mtPeerAddr(1))["*wire.Heartbeat"]+kinds(sent, mtPeerAddr(2))["*wire.Heartbeat"])
 	require.Positive(t, kinds(sent, mtPeerAddr(1))["*wire.Ping"]+kinds(sent, mtPeerAddr(2))["*wire.Ping"])
 
@@ -219,5 +227,33 @@ func TestPairedProbingMixedCluster(t *testing.T) {
 	up.Versions = wire.Versions{ProtocolMin: 1, ProtocolMax: wire.ProtocolPaired}
 	h.feed(mtPeerAddr(2), up)
 	h.ready()
+	driveRounds(h, peer, r0+8, r0+8+warmRounds, func(int64) bool { return true })
 	require.True(t, h.m.paired())
+}
+
+// TestPairedProbingProbesWhileTheRingChanges: a member whose ring changed
+// probes for stableRoundsToPair rounds before it pairs again, so that
+// during a boot or a wave of failures, when rings disagree, nobody pays
+// for Heartbeats sent to members that do not expect them.
+func TestPairedProbingProbesWhileTheRingChanges(t *testing.T) {
+	cfg := mtConfig()
+	cfg.PauseTolerance = time.Minute // the new, silent member stays live
+	h, peer := pairedMTWith(t, cfg)
+	r0 := h.m.roundOf(h.now) + warmRounds
+	driveRounds(h, peer, r0-warmRounds, r0, func(int64) bool { return true })
+	require.True(t, h.m.paired())
+	h.feed(mtPeerAddr(1), pairedAlive(2))
+	h.ready()
+	sent := driveRounds(h, peer, r0, r0+1, func(int64) bool { return true })
+	require.False(t, h.m.paired(), "paired in the round after the ring changed")
+	require.Zero(t, kinds(sent, mtPeerAddr(1))["*wire.Heartbeat"]+kinds(sent, mtPeerAddr(2))["*wire.Heartbeat"])
+	driveRounds(h, peer, r0+2, r0+2+warmRounds, func(int64) bool { return true })
+	require.True(t, h.m.paired(), "paired again once the ring is stable")
+}
+
+// pairedAlive is peer i's alive at incarnation 1, announcing protocol 4.
+func pairedAlive(i int) *wire.Alive {
+	a := mtAlive(i, 1)
+	a.Versions = wire.Versions{ProtocolMin: wire.ProtocolMin, ProtocolMax: wire.ProtocolPaired}
+	return a
 }

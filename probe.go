@@ -66,8 +66,11 @@ func (m *Machine) nextSeq() uint32 {
 // tickProbe starts the next probe when it is due (timerProbe). The probe's
 // own timers start its indirect phase and judge it.
 func (m *Machine) tickProbe(now time.Time) {
-	if m.self.state() != StateAlive || now.Before(m.nextProbe) || m.paired() {
+	if m.self.state() != StateAlive || now.Before(m.nextProbe) {
 		return
+	}
+	if m.noteRound(now); m.paired() {
+		return // the ring is stable: pairing takes over (wanted)
 	}
 	if m.cfg.AlignedProbing && m.roundOf(now) > m.probeRound+1 {
 		// Probing stopped for more than a round (paired rounds, or a
