@@ -171,7 +171,7 @@ func main() {
 	flag.BoolVar(&swimDirect, "swim-direct", true, "swim handles packets on the transport's reader goroutine (false: through the Packets channel)")
 	flag.BoolVar(&o.isolate, "isolate", true, "run each cluster in a process of its own (see isolate.go)")
 	childSpec := flag.String(childFlag, "", "internal: run the one cluster this JSON plan describes and print its result")
-	flag.BoolVar(&traceFalse, "trace", false, "log every false death on stderr, and the worst scheduling delay of each second over 100 ms")
+	flag.BoolVar(&traceFalse, "trace", false, "log every false death on stderr, the worst scheduling delay of each second over 100 ms, and swim's counters summed over the members after the bootstrap and over the window")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the runs themselves only with -isolate=false)")
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file (- for stdout)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"unsafe"
 
@@ -194,3 +195,27 @@ func (t *swimTransport) Close() error {
 // Config.Events is set, for the notes under the table.
 func swimEventBuffer() int { return swim.DefaultLANConfig().EventBuffer }
 func swimEventSize() int   { return int(unsafe.Sizeof(swim.Event{})) }
+
+// counters returns swim's cumulative counters of the member by name (the
+// uint64 fields of MemberlistStats), for -stats.
+func (m *swimMember) counters() map[string]uint64 {
+	st := m.ml.Stats()
+	out := map[string]uint64{}
+	addUintFields(out, reflect.ValueOf(st))
+	return out
+}
+
+// addUintFields adds the uint64 fields of the struct v, and of the structs
+// it embeds, to out by name.
+func addUintFields(out map[string]uint64, v reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := v.Field(i)
+		switch {
+		case t.Field(i).Anonymous && f.Kind() == reflect.Struct:
+			addUintFields(out, f)
+		case f.Kind() == reflect.Uint64:
+			out[t.Field(i).Name] += f.Uint()
+		}
+	}
+}
