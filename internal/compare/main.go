@@ -169,6 +169,8 @@ func main() {
 	flag.DurationVar(&o.poll, "poll", 250*time.Millisecond, "how often convergence is checked during bootstrap")
 	libs := flag.String("libs", "swim,memberlist", "libraries to run")
 	flag.BoolVar(&swimDirect, "swim-direct", true, "swim handles packets on the transport's reader goroutine (false: through the Packets channel)")
+	flag.IntVar(&swimRetransmitMult, "swim-retransmit-mult", 0, "swim's RetransmitMult instead of its default (0: the default), for experiments")
+	flag.IntVar(&swimGossipNodes, "swim-gossip-nodes", 0, "swim's GossipNodes instead of its default (0: the default), for experiments")
 	flag.BoolVar(&o.isolate, "isolate", true, "run each cluster in a process of its own (see isolate.go)")
 	childSpec := flag.String(childFlag, "", "internal: run the one cluster this JSON plan describes and print its result")
 	flag.BoolVar(&traceFalse, "trace", false, "log every false death on stderr, the worst scheduling delay of each second over 100 ms, and swim's counters summed over the members after the bootstrap and over the window")

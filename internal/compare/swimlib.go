@@ -47,6 +47,12 @@ func swimConfig(matched bool) *swim.Config {
 
 func (swimLib) start(i int, c *counters, rec *recorder, p plan) (member, error) {
 	cfg := swimConfig(p.matched)
+	if swimRetransmitMult > 0 {
+		cfg.RetransmitMult = swimRetransmitMult
+	}
+	if swimGossipNodes > 0 {
+		cfg.GossipNodes = swimGossipNodes
+	}
 	if p.encrypted {
 		cfg.Keys = [][]byte{testKey}
 		cfg.Label = testLabel
@@ -163,6 +169,12 @@ func (t *swimTransport) Packets() <-chan swim.IncomingPacket { return t.inner.Pa
 // reader goroutine (PacketHandlerTransport); off, packets reach its loop
 // through the Packets channel, for comparing the two.
 var swimDirect = true
+
+// swimRetransmitMult (-swim-retransmit-mult) and swimGossipNodes
+// (-swim-gossip-nodes), when set, replace swim's RetransmitMult and
+// GossipNodes, for measuring what the redundancy and the rate of gossip
+// cost a join storm.
+var swimRetransmitMult, swimGossipNodes int
 
 // channelOnly hides HandlePackets from swim.
 type channelOnly struct{ swim.Transport }
