@@ -332,6 +332,7 @@ bootstrap:
 		}
 	}
 	tick.Stop()
+	bootTraffic := c.snapshot().sub(boot0)
 	close(pollStop)
 	cancel()
 	// memberlist's Join takes no context: give joins in flight a while,
@@ -346,7 +347,6 @@ bootstrap:
 	joinsFailed.Range(func(any, any) bool { res.JoinsFailed++; return true })
 	res.Joined = int(joined.Load())
 	res.FalseBoot, res.FalseBootWho = rec.falseIn(phaseBoot)
-	bootTraffic := c.snapshot().sub(boot0)
 	res.BootPackets, res.BootTCPBytes = bootTraffic.UDPPackets, bootTraffic.TCPBytes
 	if res.Converged {
 		logf("  converged in %.1fs", res.BootSeconds)
@@ -354,6 +354,7 @@ bootstrap:
 		logf("  did not converge in %v: %d of %d joins done, members seen min %d, median %d of %d", bound, res.Joined, p.n-1, res.SeenMin, res.SeenMedian, p.n)
 	}
 	if traceFalse {
+		// Up to the end of the joins still in flight at the bound.
 		logCounters(logf, "bootstrap", sumCounters(members), p.n, time.Since(t0))
 	}
 	logf("  bootstrap sent %d packets (%.1f MB) and %.1f MB over streams", bootTraffic.UDPPackets, float64(bootTraffic.UDPBytes)/1e6, float64(bootTraffic.TCPBytes)/1e6)
