@@ -188,6 +188,11 @@ type machineState struct {
 	// suspicion (suspicion.go)
 	suspicions  map[string]*suspicion
 	finalChecks map[uint32]*finalCheck
+	// leaveChecks is the sequence number of each member's leave check in
+	// finalChecks, by name: at most one runs per member, and during a
+	// mass leave every packet carries leaves, so finding it must not
+	// scan the checks in flight.
+	leaveChecks map[string]uint32
 
 	// dissemination (broadcast.go): membership deltas in bq, the
 	// applications' broadcasts in uq (usermsg.go)
@@ -260,6 +265,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.rtts = make(map[string]time.Duration)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
+	m.leaveChecks = make(map[string]uint32)
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.tombByName = make(map[string]*tombstone)
