@@ -20,12 +20,12 @@ func TestDeadListCountsFailed(t *testing.T) {
 	h.joinPeers(4, 1)
 	failed := func() int {
 		n := 0
-		for _, d := range h.m.dead {
+		h.m.dead.each(func(d deadEntry) {
 			if h.m.entry(d.id).state() == StateDead {
 				n++
 			}
-		}
-		require.Equal(t, n, h.m.deadFailed, "the count matches the list")
+		})
+		require.Equal(t, n, h.m.dead.failed, "the count matches the list")
 		return n
 	}
 	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})

@@ -1,8 +1,10 @@
 package swim
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -106,4 +108,179 @@ func TestLeaveCheckIndex(t *testing.T) {
 	h.feed(mtPeerAddr(3), &wire.Ack{Seq: seqs[3]})
 	h.requireLeaveIndex()
 	require.Empty(t, h.m.leaveChecks)
+}
+
+// requireDeadList fails unless d holds exactly model, in order, with its
+// index, counts and hole bound consistent.
+func requireDeadList(t *testing.T, d *deadList, model []deadEntry) {
+	t.Helper()
+	var got []deadEntry
+	d.each(func(e deadEntry) { got = append(got, e) })
+	require.Equal(t, len(model), d.len())
+	if len(model) == 0 {
+		require.Empty(t, got)
+		_, ok := d.oldest()
+		require.False(t, ok)
+		require.Zero(t, d.failed)
+		require.Nil(t, d.slot, "an empty list keeps no index")
+		return
+	}
+	require.Equal(t, model, got)
+	failed := 0
+	for _, e := range model {
+		require.Equal(t, e, d.slots[d.slot[e.id]], "the index of %d went stale", e.id)
+		if e.failed {
+			failed++
+		}
+	}
+	require.Len(t, d.slot, len(model))
+	require.Equal(t, failed, d.failed)
+	oldest, ok := d.oldest()
+	require.True(t, ok)
+	require.Equal(t, model[0], oldest)
+	holes := d.slotCount() - d.len()
+	require.LessOrEqual(t, holes, max(d.len(), compactMin), "holes are not compacted")
+	live := 0
+	for i := range d.slotCount() {
+		if _, ok := d.at(i); ok {
+			live++
+		}
+	}
+	require.Equal(t, d.len(), live)
+}
+
+// TestDeadListAgainstModel runs random pushes, removals from anywhere and
+// reaps of the oldest against a plain slice.
+func TestDeadListAgainstModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var d deadList
+	var model []deadEntry
+	in := map[uint32]bool{}
+	now := mtStart
+	for step := range 20000 {
+		now = now.Add(time.Millisecond)
+		// Bursts: a mass failure, then comebacks, then reaps.
+		switch phase := step / 1000 % 4; {
+		case phase == 0 || rng.IntN(4) == 0:
+			id := uint32(rng.IntN(3000))
+			if in[id] {
+				continue
+			}
+			e := deadEntry{id: id, since: now, failed: rng.IntN(2) == 0}
+			d.push(e.id, e.since, e.failed)
+			model = append(model, e)
+			in[id] = true
+		case phase == 1 || phase == 3:
+			if len(model) == 0 {
+				continue
+			}
+			i := rng.IntN(len(model))
+			require.True(t, d.remove(model[i].id))
+			require.False(t, d.remove(model[i].id), "removed twice")
+			delete(in, model[i].id)
+			model = append(model[:i], model[i+1:]...)
+		default:
+			if len(model) == 0 {
+				continue
+			}
+			require.Equal(t, model[0], d.popOldest())
+			delete(in, model[0].id)
+			model = model[1:]
+		}
+		if step%97 == 0 || len(model) < 3 {
+			requireDeadList(t, &d, model)
+		}
+	}
+	for len(model) > 0 {
+		require.Equal(t, model[0], d.popOldest())
+		model = model[1:]
+	}
+	requireDeadList(t, &d, model)
+}
+
+// requireDeadIndex fails unless the Machine's dead list holds exactly the
+// members of its table that are not live, each once.
+func (h *mt) requireDeadIndex() {
+	h.t.Helper()
+	want := map[string]State{}
+	for _, mem := range h.m.Members() {
+		if mem.State == StateDead || mem.State == StateLeft {
+			want[mem.Name] = mem.State
+		}
+	}
+	got := map[string]State{}
+	h.m.dead.each(func(d deadEntry) {
+		s := h.m.entry(d.id)
+		require.NotNil(h.t, s, "a forgotten member in the dead list")
+		require.NotContains(h.t, got, h.m.nameOf(s), "twice in the dead list")
+		got[h.m.nameOf(s)] = s.state()
+		require.Equal(h.t, s.state() == StateDead, d.failed, "%s's failed flag went stale", h.m.nameOf(s))
+	})
+	require.Equal(h.t, want, got)
+	require.Equal(h.t, len(want), h.m.dead.len())
+}
+
+// TestDeadListFollowsTheTable: members die, come back, die again, leave
+// and are forgotten, many at once, from anywhere in the list (so that it
+// compacts); the dead list follows the table at every step.
+func TestDeadListFollowsTheTable(t *testing.T) {
+	cfg := mtConfig()
+	cfg.GossipToDeadTime = 10 * time.Second
+	h := newMT(t, cfg)
+	const n = 240
+	h.joinPeers(n, 1)
+	inc := make([]uint64, n+1)
+	for i := range inc {
+		inc[i] = 1
+	}
+	dead := func(i int, left bool) {
+		h.feed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: inc[i], From: mtPeer(i), Left: left})
+		h.confirmLeaves(h.ready())
+	}
+	back := func(i int) {
+		inc[i]++
+		h.feed(mtPeerAddr(i), mtAlive(i, inc[i]))
+	}
+	for round := range 4 {
+		// A mass failure: every other member.
+		for i := 2; i <= n; i += 2 {
+			dead(i, false)
+		}
+		h.requireDeadIndex()
+		// Three in four come back, from anywhere in the list.
+		for i := 2; i <= n; i += 2 {
+			if i%8 != 0 {
+				back(i)
+				h.requireDeadIndex()
+			}
+		}
+		// Some of those die again, others leave; the deaths of those
+		// still dead become leaves.
+		for i := 2; i <= n; i += 2 {
+			switch i % 16 {
+			case 2, 4:
+				inc[i]++
+				dead(i, i%16 == 4)
+			case 0:
+				inc[i]++
+				dead(i, true)
+			}
+		}
+		h.requireDeadIndex()
+		// Time passes, the live peers answering the probes: the dead
+		// are forgotten; then all come back.
+		h.run(h.now.Add(cfg.GossipToDeadTime/2), nil)
+		h.requireDeadIndex()
+		h.run(h.now.Add(cfg.GossipToDeadTime), nil)
+		h.requireDeadIndex()
+		require.Zero(t, h.m.dead.len(), "round %d: everyone dead was forgotten", round)
+		for i := 2; i <= n; i += 2 {
+			if _, ok := h.m.Member(mtPeer(i)); !ok {
+				inc[i] += 2
+				back(i)
+			}
+		}
+		h.requireDeadIndex()
+		require.Equal(t, n+1, h.m.NumMembers(), "round %d: everyone is back", round)
+	}
 }

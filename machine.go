@@ -142,9 +142,8 @@ type machineState struct {
 	table []*chunk // entries by name id
 	epoch time.Time
 	// dead holds members declared dead or left that are still in the table,
-	// in the order they died, until GossipToDeadTime passes.
-	dead       []deadEntry
-	deadFailed int // entries of dead that are failed, so NextDeadline need not scan it
+	// in the order they died, until GossipToDeadTime passes (deadlist.go).
+	dead deadList
 	// tombs holds the tombstones oldest first, tombByName the current one
 	// of each name; deadTombs counts those of members that did not leave
 	// (the reconnect targets).
@@ -241,15 +240,6 @@ type machineState struct {
 	frames      [][]byte
 	frameBuf    []byte
 	pickScratch []*memberState
-}
-
-// deadEntry is a member in the dead list and when it died.
-type deadEntry struct {
-	id    uint32
-	since time.Time
-	// failed: the member was declared dead, not left, when it entered
-	// the list (a reconnect target); deadFailed counts these.
-	failed bool
 }
 
 func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *rand.Rand, now time.Time) {
@@ -366,9 +356,7 @@ func (m *Machine) Member(name string) (Member, bool) {
 func (m *Machine) Members() []Member {
 	out := make([]Member, 0, m.tableSize())
 	m.ring.each(func(id uint32) { out = append(out, m.export(m.entry(id))) })
-	for _, d := range m.dead {
-		out = append(out, m.export(m.entry(d.id)))
-	}
+	m.dead.each(func(d deadEntry) { out = append(out, m.export(m.entry(d.id))) })
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

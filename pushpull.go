@@ -96,9 +96,7 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 			add(m.entry(id))
 		}
 	})
-	for _, d := range m.dead {
-		add(m.entry(d.id))
-	}
+	m.dead.each(func(d deadEntry) { add(m.entry(d.id)) })
 	data, err := w.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("swim: encode push-pull: %w", err)
@@ -413,7 +411,7 @@ func (m *Machine) reconnectWanted() bool {
 // hasDeadToRetry reports whether a member declared dead (not left) is in
 // the dead list. NextDeadline asks it after every input, so it is a count,
 // not a scan: after a mass leave the list is long and holds no target.
-func (m *Machine) hasDeadToRetry() bool { return m.deadFailed > 0 }
+func (m *Machine) hasDeadToRetry() bool { return m.dead.failed > 0 }
 
 // reconnectFanout is how many reconnect attempts the cluster makes per dead
 // member per ReconnectInterval, about: enough that a member wrongly
@@ -446,11 +444,11 @@ func (m *Machine) tickReconnect(now time.Time) {
 		name string // of a tombstone, which the exchange then carries
 	}
 	var candidates []candidate
-	for _, d := range m.dead {
+	m.dead.each(func(d deadEntry) {
 		if s := m.entry(d.id); s.state() == StateDead {
 			candidates = append(candidates, candidate{addr: m.addrOf(s)})
 		}
-	}
+	})
 	for _, t := range m.tombs {
 		if !t.gone && !t.left {
 			candidates = append(candidates, candidate{t.addr, t.name})

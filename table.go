@@ -288,7 +288,7 @@ func (m *Machine) removeEntry(s *memberState) {
 
 // tableSize counts the entries: the ring (this member always in it) and
 // the dead not yet forgotten.
-func (m *Machine) tableSize() int { return m.ring.len() + len(m.dead) }
+func (m *Machine) tableSize() int { return m.ring.len() + m.dead.len() }
 
 // setIdentity moves the entry to the version at (addr, meta, vers).
 func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, vers wire.Versions) {
