@@ -84,12 +84,15 @@ func BenchmarkPacketAfterMassLeave(b *testing.B) {
 // answering its probes, until phase: "suspect", one second after the
 // accusations, or "dead", once its final checks declared them all dead.
 // It returns the Machine and the failed and live peers' indices.
-func massFailure(tb testing.TB, n, share int, phase string) (h *mt, failed, live []int) {
+func massFailure(tb testing.TB, n, share int, phase string, tweak func(*Config)) (h *mt, failed, live []int) {
 	t := &testing.T{}
 	cfg := DefaultLANConfig()
 	cfg.Name = mtSelf
 	cfg.BindAddr = "127.0.0.1"
 	cfg.PartitionShare = 0.5
+	if tweak != nil {
+		tweak(cfg)
+	}
 	h = newMT(t, cfg)
 	h.joinPeers(n, 1)
 	h.run(h.now.Add(2*time.Second), nil)
@@ -137,6 +140,8 @@ func massFailure(tb testing.TB, n, share int, phase string) (h *mt, failed, live
 //   - dead: a ping carrying a death heard before, once they are dead;
 //   - comeback (two packets): a failed member restarts and refutes, and
 //     dies again, so that it leaves the dead list and re-enters it;
+//     comeback-rr the same with randomized round-robin probing, where the
+//     member also returns to the probe order;
 //   - restart (three packets): a live member leaves gracefully (its leave,
 //     then the ack to the leave check) and rejoins, as in a rolling
 //     restart after the crash.
@@ -146,18 +151,23 @@ func massFailure(tb testing.TB, n, share int, phase string) (h *mt, failed, live
 func BenchmarkPacketAfterMassFailure(b *testing.B) {
 	for _, n := range []int{1024, 2048, 4096} {
 		b.Run(fmt.Sprintf("n=%d/failed=0%%", n), func(b *testing.B) { benchMassFailure(b, n, 0, "suspect") })
-		for _, phase := range []string{"suspect", "dead", "comeback", "restart"} {
+		for _, phase := range []string{"suspect", "dead", "comeback", "comeback-rr", "restart"} {
 			b.Run(fmt.Sprintf("n=%d/failed=10%%/%s", n, phase), func(b *testing.B) { benchMassFailure(b, n, 10, phase) })
 		}
 	}
 }
 
 func benchMassFailure(b *testing.B, n, share int, phase string) {
+	var tweak func(*Config)
+	if phase == "comeback-rr" {
+		phase = "comeback"
+		tweak = func(c *Config) { c.AlignedProbing = false }
+	}
 	setup := phase
 	if phase == "comeback" || phase == "restart" {
 		setup = "dead"
 	}
-	h, failed, live := massFailure(b, n, share, setup)
+	h, failed, live := massFailure(b, n, share, setup, tweak)
 	t := &testing.T{}
 	// The packets, built before the loop: one per (sender, subject).
 	const variety = 64

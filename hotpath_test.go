@@ -284,3 +284,83 @@ func TestDeadListFollowsTheTable(t *testing.T) {
 		require.Equal(t, n+1, h.m.NumMembers(), "round %d: everyone is back", round)
 	}
 }
+
+// requireProbeQueue fails unless probeQueued holds exactly the members
+// with an entry in the rest of the probe order's pass, each entry once.
+func (h *mt) requireProbeQueue() {
+	h.t.Helper()
+	rest := map[uint32]bool{}
+	for _, id := range h.m.probeOrder[h.m.probeNext:] {
+		require.False(h.t, rest[id], "id %d twice in the rest of the pass", id)
+		rest[id] = true
+	}
+	for w, bits := range h.m.probeQueued {
+		for b := range 64 {
+			id := uint32(w*64 + b)
+			require.Equal(h.t, rest[id], bits&(1<<b) != 0, "the probe queue of id %d went stale", id)
+		}
+	}
+	for id := range rest {
+		require.True(h.t, h.m.probeQueued.has(id))
+	}
+}
+
+// TestProbeOrderQueue: with randomized round-robin probing (SWIM §4.3),
+// members are probed, die, come back, are forgotten and replaced by new
+// members under their ids; the probe order never holds a member twice in
+// the rest of a pass, and every live member is probed within two passes.
+func TestProbeOrderQueue(t *testing.T) {
+	cfg := mtConfig()
+	cfg.GossipToDeadTime = 5 * time.Second
+	require.False(t, cfg.AlignedProbing)
+	h := newMT(t, cfg)
+	const n = 40
+	h.joinPeers(n, 1)
+	h.requireProbeQueue()
+	probed := func(out mtOut) map[netip.AddrPort]bool {
+		got := map[netip.AddrPort]bool{}
+		ps, pkts := out.pings()
+		for i := range ps {
+			got[pkts[i].To] = true
+		}
+		return got
+	}
+	next := n
+	for round := range 3 {
+		// Half a pass.
+		h.run(h.now.Add(n/2*cfg.ProbeInterval), nil)
+		h.requireProbeQueue()
+		// A quarter die; half of those come back at once, some of them
+		// with their entry still waiting in this pass.
+		for i := 1; i <= next; i += 4 {
+			if _, ok := h.m.Member(mtPeer(i)); !ok {
+				continue
+			}
+			h.feed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: uint64(10 + round), From: mtPeer(i)})
+			h.requireProbeQueue()
+			if i%8 == 1 {
+				h.feed(mtPeerAddr(i), mtAlive(i, uint64(11+round)))
+				h.requireProbeQueue()
+			}
+		}
+		// The rest are forgotten (their ids freed), and new members join
+		// under the freed ids.
+		h.run(h.now.Add(2*cfg.GossipToDeadTime), nil)
+		h.requireProbeQueue()
+		for range n / 8 {
+			next++
+			h.feed(mtPeerAddr(next), mtAlive(next, 1))
+			h.requireProbeQueue()
+		}
+		// Two passes: everyone live is probed.
+		others := h.m.NumMembers() - 1
+		out := h.run(h.now.Add(time.Duration(2*others+2)*cfg.ProbeInterval), nil)
+		h.requireProbeQueue()
+		got := probed(out)
+		for _, mem := range h.m.Members() {
+			if mem.Name != mtSelf && mem.State == StateAlive {
+				require.True(t, got[mem.Addr], "round %d: %s was not probed in two passes", round, mem.Name)
+			}
+		}
+	}
+}

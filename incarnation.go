@@ -2,7 +2,6 @@ package swim
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/swim-go/swim/internal/wire"
@@ -197,10 +196,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		}
 	case StateDead, StateLeft:
 		m.setState(now, s, StateAlive)
-		// Its old entry may still wait later in this pass; one is enough.
-		if !slices.Contains(m.probeOrder[m.probeNext:], s.id) {
-			m.addToProbeOrder(s)
-		}
+		m.addToProbeOrder(s)
 		m.event(EventJoin, s)
 	}
 	if src != mergeJoin {

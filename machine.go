@@ -164,10 +164,15 @@ type machineState struct {
 	probeRound int64     // the aligned round of the next probe
 	probeOrder []uint32
 	probeNext  int
-	nextProbe  time.Time
-	probes     []*probeRound // in flight; aligned rounds can overlap
-	seq        uint32
-	relays     map[uint32]*relay
+	// probeQueued holds the members with an entry in probeOrder not yet
+	// passed (probeOrder[probeNext:]), at most one each: a member that
+	// comes back must not be queued twice, and looking for its old entry
+	// in the order would cost O(N) per comeback.
+	probeQueued idSet
+	nextProbe   time.Time
+	probes      []*probeRound // in flight; aligned rounds can overlap
+	seq         uint32
+	relays      map[uint32]*relay
 	// the application's pings in flight, by seq, and the smoothed round
 	// trips measured, by name (ping.go)
 	userPings map[uint32]*userPing
