@@ -364,3 +364,92 @@ func TestProbeOrderQueue(t *testing.T) {
 		}
 	}
 }
+
+// refAlarm is the partition alarm as it was first written, decrementing
+// every sample on each graceful leave: the reference partitionAlarm must
+// agree with.
+type refAlarm struct {
+	samples []liveSample
+	raised  bool
+	before  int
+}
+
+func (pa *refAlarm) note(now time.Time, count int, left bool, share float64, window time.Duration) alarmChange {
+	if left {
+		for i := range pa.samples {
+			pa.samples[i].count = max(pa.samples[i].count-1, 0)
+		}
+		if pa.raised {
+			pa.before = max(pa.before-1, 0)
+		}
+	}
+	cut := 0
+	for cut < len(pa.samples) && now.Sub(pa.samples[cut].at) > window {
+		cut++
+	}
+	keep := pa.samples[cut:]
+	for len(keep) > 0 && keep[len(keep)-1].count <= count {
+		keep = keep[:len(keep)-1]
+	}
+	pa.samples = append(keep, liveSample{at: now, count: count})
+	peak := pa.samples[0].count
+	switch {
+	case !pa.raised && float64(count) < share*float64(peak):
+		pa.raised, pa.before = true, peak
+		return alarmRaised
+	case pa.raised && float64(count) >= share*float64(pa.before):
+		pa.raised = false
+		return alarmCleared
+	}
+	return alarmSame
+}
+
+// TestPartitionAlarmAgainstReference: mass failures, joins and graceful
+// leaves in bursts, at random moments of the window; the alarm, which
+// applies a leave to the samples by an offset, raises and clears exactly
+// as the reference that rewrites every sample does.
+func TestPartitionAlarmAgainstReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const window = 30 * time.Second
+	var got partitionAlarm
+	var want refAlarm
+	now, count := mtStart, 500
+	changes := 0
+	for step := range 30000 {
+		now = now.Add(time.Duration(rng.IntN(200)) * time.Millisecond)
+		left := false
+		switch phase := step / 500 % 5; {
+		case phase == 1 && count > 1: // a mass failure
+			count--
+		case phase == 2 && count > 1: // a mass leave
+			count--
+			left = true
+		case phase == 3 || count <= 1: // joins and comebacks
+			count++
+		default: // churn
+			switch rng.IntN(3) {
+			case 0:
+				count++
+			case 1:
+				count = max(count-1, 1)
+			default:
+				count, left = max(count-1, 1), true
+			}
+		}
+		g := got.note(now, count, left, 0.5, window)
+		w := want.note(now, count, left, 0.5, window)
+		require.Equal(t, w, g, "step %d", step)
+		require.Equal(t, want.raised, got.raised)
+		require.Len(t, got.samples, len(want.samples))
+		for i := 0; i < len(want.samples) && step%16 == 0; i++ {
+			require.Equal(t, want.samples[i].count, got.countOf(got.samples[i].count), "step %d: sample %d", step, i)
+		}
+		if want.raised {
+			require.Equal(t, want.before, got.countOf(got.before), "step %d", step)
+		}
+		if g != alarmSame {
+			changes++
+		}
+	}
+	require.Greater(t, changes, 10, "the alarm must be raised and cleared for the test to mean anything")
+}
