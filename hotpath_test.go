@@ -453,3 +453,76 @@ func TestPartitionAlarmAgainstReference(t *testing.T) {
 	}
 	require.Greater(t, changes, 10, "the alarm must be raised and cleared for the test to mean anything")
 }
+
+// requireReconnectCandidates fails unless the reconnect candidates,
+// counted and walked, are the members declared dead in the table and the
+// tombstones of those forgotten that did not leave and are not back.
+func (h *mt) requireReconnectCandidates() {
+	h.t.Helper()
+	var want []netip.AddrPort
+	h.m.dead.each(func(d deadEntry) {
+		if s := h.m.entry(d.id); s.state() == StateDead {
+			want = append(want, h.m.addrOf(s))
+		}
+	})
+	for _, t := range h.m.tombs {
+		if h.m.tombByName[t.name] == t && !t.left {
+			_, inTable := h.m.Member(t.name)
+			require.False(h.t, inTable, "a current tombstone of %s, in the table", t.name)
+			want = append(want, t.addr)
+		}
+	}
+	require.Equal(h.t, len(want), h.m.dead.failed+h.m.deadTombs, "the reconnect candidates' count went stale")
+	var got []netip.AddrPort
+	for i := range len(want) + 1 {
+		addr, _, ok := h.m.reconnectCandidate(i)
+		if i == len(want) {
+			require.False(h.t, ok, "a candidate past the count")
+			break
+		}
+		require.True(h.t, ok)
+		got = append(got, addr)
+	}
+	require.Equal(h.t, want, got)
+}
+
+// TestReconnectCandidates: members fail, leave, are forgotten into
+// tombstones, come back under their names and fail again; the reconnect
+// candidates follow at every step.
+func TestReconnectCandidates(t *testing.T) {
+	cfg := mtConfig()
+	cfg.GossipToDeadTime = 5 * time.Second
+	cfg.ReconnectTimeout = time.Hour
+	h := newMT(t, cfg)
+	const n = 60
+	h.joinPeers(n, 1)
+	inc := uint64(1)
+	for round := range 3 {
+		inc += 3
+		for i := 1; i <= n; i += 2 {
+			h.feed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: inc, From: mtPeer(i), Left: i%6 == 1})
+			h.confirmLeaves(h.ready())
+		}
+		h.requireReconnectCandidates()
+		h.run(h.now.Add(2*cfg.GossipToDeadTime), nil)
+		h.requireReconnectCandidates()
+		require.NotZero(t, h.m.deadTombs, "round %d", round)
+		// Half come back (their tombstones superseded); a few of those
+		// fail again at once.
+		for i := 1; i <= n; i += 4 {
+			h.feed(mtPeerAddr(i), mtAlive(i, inc+1))
+			h.requireReconnectCandidates()
+			if i%12 == 1 {
+				h.feed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: inc + 1, From: mtPeer(i)})
+				h.requireReconnectCandidates()
+			}
+		}
+		// The rest come back too, for the next round.
+		h.run(h.now.Add(2*cfg.GossipToDeadTime), nil)
+		for i := 1; i <= n; i += 2 {
+			h.feed(mtPeerAddr(i), mtAlive(i, inc+2))
+		}
+		h.requireReconnectCandidates()
+		require.Equal(t, n+1, h.m.NumMembers(), "round %d", round)
+	}
+}
