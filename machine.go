@@ -234,6 +234,7 @@ type machineState struct {
 	armed  [timerKinds]time.Time
 
 	partition partitionAlarm // partition.go
+	holes     holeAsks       // asks for the members rumors missed (holes.go)
 
 	health int  // local health score, Lifeguard §IV-A (health.go)
 	urgent bool // widen the next gossip round (a death we declared)
@@ -242,6 +243,7 @@ type machineState struct {
 	eventSeq uint64 // the Seq of the last event
 	stats    Stats
 	// scratch buffers reused between packets
+	holeNotes   []holeNote // names the packet being handled shows acting or names as subjects (holes.go)
 	frames      [][]byte
 	frameBuf    []byte
 	pickScratch []*memberState
@@ -261,6 +263,8 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
 	m.leaveChecks = make(map[string]uint32)
+	m.holes.pinged = make(map[string]time.Time)
+	m.holes.pushed = make(map[netip.AddrPort]time.Time)
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.tombByName = make(map[string]*tombstone)
@@ -386,6 +390,10 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	if sender != nil {
 		// Geode: any message from a member counts as a heartbeat.
 		m.markHeard(sender, now)
+		if sender.state() == StateDead {
+			// And one we declared dead is alive after all (holes.go).
+			m.noteNames(m.nameOf(sender), "")
+		}
 	}
 	// Deltas first, answers and requests last: a ping that carries a
 	// suspicion of us (buddy ping, final check) must see the refutation it
@@ -405,8 +413,15 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handleAlive(now, msg, mergeGossip)
 		case *wire.Suspect:
 			m.handleSuspect(now, msg)
+			m.noteNames(msg.From, msg.Name)
 		case *wire.Dead:
 			m.handleDead(now, msg)
+			if !msg.Left {
+				// The member that declared the death ran the final
+				// check: it was alive then. (A leave's From may be the
+				// member leaving.)
+				m.noteNames(msg.From, "")
+			}
 		default:
 			// A push-pull belongs on a stream, a compound was flattened.
 			m.stats.PacketsDropped++
@@ -425,9 +440,16 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handleNack(now, from, msg)
 		case *wire.Ping:
 			m.handlePing(now, from, sender, msg, len(data))
+			m.noteNames(msg.From, "")
 		case *wire.PingReq:
 			m.handlePingReq(now, from, sender, msg, len(data))
+			m.noteNames(msg.From, msg.Target)
 		}
+	}
+	if len(m.holeNotes) > 0 {
+		// Once the whole packet is applied: it may carry the very alive
+		// that fills the hole, and make its sender known.
+		m.askHoles(now, from)
 	}
 	return nil
 }
@@ -662,4 +684,11 @@ type Stats struct {
 	StreamsExpired             uint64 // stream requests whose outcome the driver never reported, failed after twice their Timeout
 	TCPPings, TCPPingsFailed   uint64
 	Reconnects                 uint64
+
+	// Asks for members gossip missed (holes.go): TCP pings of members held
+	// dead or forgotten that a packet showed alive, push-pulls with the
+	// member that named one never heard of, and asks not made (over the
+	// rate, or no room to remember them).
+	HolePings, HolePushPulls uint64
+	HoleAsksRefused          uint64
 }
