@@ -42,6 +42,12 @@ const (
 	// holePingEvery is how often one member is asked, in ProbeIntervals: a
 	// member really dead goes on being named by old rumors for a while.
 	holePingEvery = 10
+	// holePushPullEvery is how often, in ProbeIntervals, a push-pull may
+	// ask for members never heard of: one fills every hole this member
+	// has that its peer does not, so a second is worth it only once the
+	// first's reply is in and more news came; and each carries the
+	// whole table.
+	holePushPullEvery = 10
 	// maxHoleNames bounds the members and peers remembered as asked.
 	maxHoleNames = 64
 )
@@ -54,10 +60,7 @@ type holeAsks struct {
 	// each peer was last asked by a push-pull. At most maxHoleNames each.
 	pinged map[string]time.Time
 	pushed map[netip.AddrPort]time.Time
-	// lastPushPull is when the last push-pull ask started: at most one per
-	// PushPullInterval, so holes never cost more full-state exchanges than
-	// anti-entropy does for a cluster of 32 (beyond which its interval
-	// grows).
+	// lastPushPull is when the last push-pull ask started.
 	lastPushPull time.Time
 }
 
@@ -195,8 +198,8 @@ func (m *Machine) holeToken(now time.Time) bool {
 
 // holePushPull starts a push-pull with the live member sender, or with a
 // random live member if sender is nil, within the bounds: one per
-// PushPullInterval in all, and the same peer at most once per push-pull
-// interval.
+// holePushPullEvery ProbeIntervals in all, and the same peer at most once
+// per push-pull interval.
 func (m *Machine) holePushPull(now time.Time, sender *memberState) {
 	h := &m.holes
 	if m.cfg.PushPullInterval <= 0 || m.tableSize() >= m.cfg.MaxMembers {
@@ -204,7 +207,7 @@ func (m *Machine) holePushPull(now time.Time, sender *memberState) {
 		// it cannot fill them.
 		return
 	}
-	if !h.lastPushPull.IsZero() && now.Sub(h.lastPushPull) < m.cfg.PushPullInterval {
+	if !h.lastPushPull.IsZero() && now.Sub(h.lastPushPull) < holePushPullEvery*m.cfg.ProbeInterval {
 		m.stats.HoleAsksRefused++
 		return
 	}

@@ -43,29 +43,41 @@ func holeStreams(t *testing.T, out mtOut) []holeStream {
 
 // A stranger's ping in a name this member never heard of: the member it
 // lacks is talking to it. It asks one of its own members for its state,
-// never the stranger's address, and at most once per PushPullInterval.
+// never the stranger's address, at most once per holePushPullEvery
+// ProbeIntervals, and the same peer at most once per push-pull interval.
 func TestHoleStrangerAsksAMember(t *testing.T) {
 	h := newMT(t, holeConfig())
 	h.joinPeers(4, 1)
 	h.feed(mtStranger, &wire.Ping{Seq: 1, Target: mtSelf, From: "newcomer"})
-	out := h.ready()
-	streams := holeStreams(t, out)
+	streams := holeStreams(t, h.ready())
 	require.Len(t, streams, 1)
 	require.True(t, streams[0].pushPull)
-	require.NotEqual(t, mtStranger, streams[0].req.To, "a stranger chose the address")
-	_, known := h.m.Member(mtPeerNameAt(streams[0].req.To))
+	asked := streams[0].req.To
+	require.NotEqual(t, mtStranger, asked, "a stranger chose the address")
+	_, known := h.m.Member(mtPeerNameAt(asked))
 	require.True(t, known, "the push-pull goes to a member")
 	require.Equal(t, uint64(1), h.m.Stats().HolePushPulls)
 
-	// Another, within the interval: refused and counted.
+	// Another, too soon: refused and counted.
+	h.now = h.now.Add(holePushPullEvery*h.cfg.ProbeInterval - time.Millisecond)
 	h.feed(mtStranger, &wire.Ping{Seq: 2, Target: mtSelf, From: "another"})
 	require.Empty(t, h.ready().Streams)
 	require.Equal(t, uint64(1), h.m.Stats().HoleAsksRefused)
 
-	// After the interval, again.
-	h.now = h.now.Add(h.cfg.PushPullInterval)
-	h.feed(mtStranger, &wire.Ping{Seq: 3, Target: mtSelf, From: "another"})
-	require.Len(t, h.ready().Streams, 1)
+	// Then the peer asked first relays a name it holds: it was asked
+	// within the push-pull interval, refused; another peer is asked.
+	h.now = h.now.Add(time.Millisecond)
+	h.feed(asked, &wire.Suspect{Name: "another", Incarnation: 1, From: mtPeerNameAt(asked)})
+	require.Empty(t, h.ready().Streams)
+	require.Equal(t, uint64(2), h.m.Stats().HoleAsksRefused)
+	other := mtPeerAddr(1)
+	if other == asked {
+		other = mtPeerAddr(2)
+	}
+	h.feed(other, &wire.Suspect{Name: "another", Incarnation: 1, From: mtPeerNameAt(other)})
+	streams = holeStreams(t, h.ready())
+	require.Len(t, streams, 1)
+	require.Equal(t, other, streams[0].req.To)
 	require.Equal(t, uint64(2), h.m.Stats().HolePushPulls)
 }
 

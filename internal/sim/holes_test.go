@@ -49,22 +49,14 @@ func (s *scenario) holePairs(limit int) []string {
 }
 
 // bootHoles boots n members through one seed with LAN defaults, the joins
-// spread evenly over join, with loss on every UDP packet until the last
-// one, and then samples the holes every second until there are none or
-// two minutes have passed. It returns the holes at each second after the
-// last join and when the last one closed (zero if one was still open).
+// spread evenly over join, every member's interface losing packets in runs
+// (loss of them on average, in runs of burst) until the last one; then it
+// samples the holes every second until there are none or two minutes have
+// passed. It returns the holes at each second after the last join and when
+// the last one closed (zero if one was still open).
 func bootHoles(t testing.TB, seed uint64, n int, join time.Duration, loss, burst float64) (curve []int, closed time.Duration) {
 	var s *scenario
-	defer func() {
-		var hp, hpp, hr uint64
-		for _, n := range s.names {
-			st := s.machine(n).Stats()
-			hp += st.HolePings
-			hpp += st.HolePushPulls
-			hr += st.HoleAsksRefused
-		}
-		t.Logf("hole pings %d, push-pulls %d, refused %d", hp, hpp, hr)
-	}()
+	defer func() { s.logAsks(t) }()
 	opts := Options{Seed: seed, NodeFactory: MachineFactory(lanConfig), DisableLog: true}
 	s = newScenarioWith(t, opts, n, false)
 	s.SetAllNodesBurstyLoss(BurstyLoss(loss, burst))
@@ -92,11 +84,30 @@ func bootHoles(t testing.TB, seed uint64, n int, join time.Duration, loss, burst
 	return curve, 0
 }
 
-// TestBootHoles: n members boot through one seed at once; gossip reaches
-// each member with high probability, not certainty (SWIM §4.1), so some
-// miss another's join, and a member that hears from one it does not know
-// asks it. Every hole closes within the bound. Figures at 2,048 members:
-// go test ./internal/sim -run TestBootHoles -v -holes.n 2048 -holes.seeds 3
+// logAsks logs what the members' asks for holes cost, beside the
+// push-pulls in all.
+func (s *scenario) logAsks(t testing.TB) {
+	var pp, hp, hpp, hr uint64
+	for _, n := range s.names {
+		st := s.machine(n).Stats()
+		pp += st.PushPulls
+		hp += st.HolePings
+		hpp += st.HolePushPulls
+		hr += st.HoleAsksRefused
+	}
+	t.Logf("seed %d: push-pulls %d, of them asks for holes %d; hole pings %d; asks refused %d", s.Seed(), pp, hpp, hp, hr)
+}
+
+// TestBootHoles: n members boot through one seed; gossip reaches each
+// member with high probability, not certainty (SWIM §4.1), so under loss
+// some miss another's join, and hear of it later (when a packet reveals
+// it and they ask) or at anti-entropy. It logs the holes over the two
+// minutes after the last join; without loss (the default) it requires
+// that none is left. The figures in docs/figures.md, a few minutes per
+// seed:
+//
+//	go test ./internal/sim -run TestBootHoles -v -holes.n 2048 -holes.seeds 3 \
+//	    -holes.join 38s -holes.loss 0.05 -holes.burst 200
 func TestBootHoles(t *testing.T) {
 	n := *holesN
 	for seed := uint64(1); seed <= uint64(*holesSeeds); seed++ {
@@ -108,9 +119,15 @@ func TestBootHoles(t *testing.T) {
 				}
 				return 0
 			}
-			t.Logf("n=%d seed=%d joins over %v, loss %.0f%% in runs of %.0f: holes 1, 2, 5, 10, 20, 30, 60 s after the last join: %d, %d, %d, %d, %d, %d, %d; the last closed %v after it",
-				n, seed, *holesJoin, 100**holesLoss, *holesBurst, at(1), at(2), at(5), at(10), at(20), at(30), at(60), closed)
-			require.NotZero(t, closed, "holes left two minutes after the boot")
+			sum := 0
+			for _, h := range curve {
+				sum += h
+			}
+			t.Logf("n=%d seed=%d joins over %v, loss %.0f%% in runs of %.0f: holes 1, 2, 5, 10, 20, 30, 60, 120 s after the last join: %d, %d, %d, %d, %d, %d, %d, %d (%d hole-seconds); the last closed %v after it",
+				n, seed, *holesJoin, 100**holesLoss, *holesBurst, at(1), at(2), at(5), at(10), at(20), at(30), at(60), at(120), sum, closed)
+			if *holesLoss == 0 {
+				require.NotZero(t, closed, "holes left two minutes after a boot without loss")
+			}
 		})
 	}
 }
