@@ -17,10 +17,11 @@
 //
 //   - Core: Machine, the protocol of one member as a pure state machine
 //     (machine.go, lifecycle.go, probe.go, suspicion.go, incarnation.go,
-//     pushpull.go, broadcast.go, table.go, ring.go, health.go, timers.go;
-//     the applications' messages and broadcasts in usermsg.go, pings and
-//     round trips in ping.go, admission and name conflicts in
-//     admission.go, the partition alarm in partition.go), and the types
+//     pushpull.go, broadcast.go, table.go, ring.go, health.go, timers.go,
+//     deadlist.go; the applications' messages and broadcasts in
+//     usermsg.go, pings and round trips in ping.go, admission and name
+//     conflicts in admission.go, the partition alarm in partition.go, the
+//     asks for members gossip missed in holes.go), and the types
 //     it reports in (member.go: State, Member, Event). It
 //     does no I/O, reads no clock, starts no goroutine and draws
 //     randomness only from the *rand.Rand it is given; every input

@@ -142,9 +142,8 @@ type machineState struct {
 	table []*chunk // entries by name id
 	epoch time.Time
 	// dead holds members declared dead or left that are still in the table,
-	// in the order they died, until GossipToDeadTime passes.
-	dead       []deadEntry
-	deadFailed int // entries of dead that are failed, so NextDeadline need not scan it
+	// in the order they died, until GossipToDeadTime passes (deadlist.go).
+	dead deadList
 	// tombs holds the tombstones oldest first, tombByName the current one
 	// of each name; deadTombs counts those of members that did not leave
 	// (the reconnect targets).
@@ -165,8 +164,13 @@ type machineState struct {
 	probeRound int64     // the aligned round of the next probe
 	probeOrder []uint32
 	probeNext  int
-	nextProbe  time.Time
-	probes     []*probeRound // in flight; aligned rounds can overlap
+	// probeQueued holds the members with an entry in probeOrder not yet
+	// passed (probeOrder[probeNext:]), at most one each: a member that
+	// comes back must not be queued twice, and looking for its old entry
+	// in the order would cost O(N) per comeback.
+	probeQueued idSet
+	nextProbe   time.Time
+	probes      []*probeRound // in flight; aligned rounds can overlap
 	// Paired rounds (pairing.go): the round of the next Heartbeat and
 	// when it is due, the first round whose partners are still to be
 	// checked, and the members on the ring that cannot pair.
@@ -202,6 +206,11 @@ type machineState struct {
 	// suspicion (suspicion.go)
 	suspicions  map[string]*suspicion
 	finalChecks map[uint32]*finalCheck
+	// leaveChecks is the sequence number of each member's leave check in
+	// finalChecks, by name: at most one runs per member, and during a
+	// mass leave every packet carries leaves, so finding it must not
+	// scan the checks in flight.
+	leaveChecks map[string]uint32
 
 	// dissemination (broadcast.go): membership deltas in bq, the
 	// applications' broadcasts in uq (usermsg.go)
@@ -239,6 +248,7 @@ type machineState struct {
 	armed  [timerKinds]time.Time
 
 	partition partitionAlarm // partition.go
+	holes     holeAsks       // asks for the members rumors missed (holes.go)
 
 	health int  // local health score, Lifeguard §IV-A (health.go)
 	urgent bool // widen the next gossip round (a death we declared)
@@ -247,18 +257,10 @@ type machineState struct {
 	eventSeq uint64 // the Seq of the last event
 	stats    Stats
 	// scratch buffers reused between packets
+	holeNotes   []holeNote // names the packet being handled shows acting or names as subjects (holes.go)
 	frames      [][]byte
 	frameBuf    []byte
 	pickScratch []*memberState
-}
-
-// deadEntry is a member in the dead list and when it died.
-type deadEntry struct {
-	id    uint32
-	since time.Time
-	// failed: the member was declared dead, not left, when it entered
-	// the list (a reconnect target); deadFailed counts these.
-	failed bool
 }
 
 func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *rand.Rand, now time.Time) {
@@ -274,6 +276,9 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.rtts = make(map[string]time.Duration)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
+	m.leaveChecks = make(map[string]uint32)
+	m.holes.pinged = make(map[string]time.Time)
+	m.holes.pushed = make(map[netip.AddrPort]time.Time)
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.tombByName = make(map[string]*tombstone)
@@ -376,9 +381,7 @@ func (m *Machine) Member(name string) (Member, bool) {
 func (m *Machine) Members() []Member {
 	out := make([]Member, 0, m.tableSize())
 	m.ring.each(func(id uint32) { out = append(out, m.export(m.entry(id))) })
-	for _, d := range m.dead {
-		out = append(out, m.export(m.entry(d.id)))
-	}
+	m.dead.each(func(d deadEntry) { out = append(out, m.export(m.entry(d.id))) })
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
@@ -404,6 +407,10 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		// Geode: any message from a member counts as a heartbeat.
 		m.markHeard(sender, now)
 		m.lastHeardAny = now
+		if sender.state() == StateDead {
+			// And one we declared dead is alive after all (holes.go).
+			m.noteNames(m.nameOf(sender), "")
+		}
 	}
 	// Deltas first, answers and requests last: a ping that carries a
 	// suspicion of us (buddy ping, final check) must see the refutation it
@@ -423,8 +430,15 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handleAlive(now, msg, mergeGossip)
 		case *wire.Suspect:
 			m.handleSuspect(now, msg)
+			m.noteNames(msg.From, msg.Name)
 		case *wire.Dead:
 			m.handleDead(now, msg)
+			if !msg.Left {
+				// The member that declared the death ran the final
+				// check: it was alive then. (A leave's From may be the
+				// member leaving.)
+				m.noteNames(msg.From, "")
+			}
 		default:
 			// A push-pull belongs on a stream, a compound was flattened.
 			m.stats.PacketsDropped++
@@ -443,11 +457,19 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handleNack(now, from, msg)
 		case *wire.Ping:
 			m.handlePing(now, from, sender, msg, len(data))
+			m.noteNames(msg.From, "")
 		case *wire.PingReq:
 			m.handlePingReq(now, from, sender, msg, len(data))
+			m.noteNames(msg.From, msg.Target)
 		case *wire.Heartbeat:
 			m.handleHeartbeat(now, from, msg)
+			m.noteNames(msg.From, "")
 		}
+	}
+	if len(m.holeNotes) > 0 {
+		// Once the whole packet is applied: it may carry the very alive
+		// that fills the hole, and make its sender known.
+		m.askHoles(now, from)
 	}
 	return nil
 }
@@ -688,4 +710,11 @@ type Stats struct {
 	StreamsExpired             uint64 // stream requests whose outcome the driver never reported, failed after twice their Timeout
 	TCPPings, TCPPingsFailed   uint64
 	Reconnects                 uint64
+
+	// Asks for members gossip missed (holes.go): TCP pings of members held
+	// dead or forgotten that a packet showed alive, push-pulls with the
+	// member that named one never heard of, and asks not made (over the
+	// rate, or no room to remember them).
+	HolePings, HolePushPulls uint64
+	HoleAsksRefused          uint64
 }

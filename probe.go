@@ -220,8 +220,10 @@ func (m *Machine) alignedTarget(r int64) *memberState {
 func (m *Machine) shuffledTarget() *memberState {
 	for attempts := 0; attempts < 2; attempts++ {
 		for m.probeNext < len(m.probeOrder) {
-			s := m.entry(m.probeOrder[m.probeNext])
+			id := m.probeOrder[m.probeNext]
+			s := m.entry(id)
 			m.probeNext++
+			m.probeQueued.remove(id)
 			if s != nil && s.live() && s != m.self {
 				return s
 			}
@@ -236,10 +238,14 @@ func (m *Machine) shuffledTarget() *memberState {
 
 // rebuildProbeOrder drops members no longer probed and reshuffles the rest.
 func (m *Machine) rebuildProbeOrder() {
+	for _, id := range m.probeOrder[m.probeNext:] {
+		m.probeQueued.remove(id)
+	}
 	m.probeOrder = m.probeOrder[:0]
 	m.ring.each(func(id uint32) {
 		if id != m.self.id {
 			m.probeOrder = append(m.probeOrder, id)
+			m.probeQueued.add(id)
 		}
 	})
 	m.rng.Shuffle(len(m.probeOrder), func(i, j int) {
@@ -249,10 +255,16 @@ func (m *Machine) rebuildProbeOrder() {
 }
 
 // addToProbeOrder places a new member at a random position among those not
-// yet probed in this pass (SWIM §4.3), so it is probed within one pass.
+// yet probed in this pass (SWIM §4.3), so it is probed within one pass. A
+// member back from the dead may still have its old entry later in this
+// pass (as may a new member under the id of a forgotten one); one is
+// enough.
 func (m *Machine) addToProbeOrder(s *memberState) {
 	if m.cfg.AlignedProbing {
 		return // aligned probing walks the ring instead
+	}
+	if !m.probeQueued.add(s.id) {
+		return
 	}
 	m.probeOrder = append(m.probeOrder, s.id)
 	last := len(m.probeOrder) - 1
