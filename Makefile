@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race lint bench fuzz demo detect traffic pairing compare chaos scale chaos-clean upgrade
+.PHONY: test race lint bench fuzz demo detect traffic pairing compare procs chaos scale chaos-clean upgrade
 
 # test: formatting and vet (lint), then every test under the race
 # detector; about 3 minutes on 2 cores.
@@ -87,8 +87,8 @@ chaos:
 	  done; \
 	  exit $$status
 
-# chaos-clean: removes what chaos and upgrade runs whose process was
-# killed left behind (internal/chaos/clean.sh): namespaces, agents, agent
+# chaos-clean: removes what chaos, upgrade and procs runs whose process
+# was killed left behind (internal/chaos/clean.sh): namespaces, agents, agent
 # builds, checkouts of the old commit.
 chaos-clean:
 	sh internal/chaos/clean.sh
@@ -158,3 +158,27 @@ pairing:
 COMPARE_FLAGS ?=
 compare:
 	cd internal/compare && $(GO) run . $(COMPARE_FLAGS)
+
+# procs: swim and hashicorp/memberlist v0.7.0 on real processes
+# (internal/compare/procs): 64 processes per library, one member each,
+# each library's LAN defaults, GOMAXPROCS=1, on 127.0.0.1 in a private
+# network namespace (the chaos suite's), one library after the other in
+# the same run. It times the join through one seed until all see all and
+# until the median member does (a refused join is retried 100ms later,
+# and counted), then, from 40s after it, takes three 60s windows: CPU per
+# member (utime+stime from /proc/<pid>/stat), bytes per member with IP and
+# UDP/TCP headers and packets per member (the namespace loopback's tx
+# counters; a probe checks what they count first) and RSS per member
+# (median VmRSS); it prints one table of the medians over the windows,
+# with the ratio swim/memberlist. Linux and root only (it skips
+# elsewhere); installs iproute2 if missing. About 8 minutes on 2 cores, up
+# to 10 when memberlist's join takes its 2 minutes. Flags in PROCS_FLAGS
+# (see `cd internal/compare && go run ./procs -h`), e.g. a quick run:
+#   make procs PROCS_FLAGS='-n 8 -settle 5s -window 5s'
+# The driver cleans up after itself (agents, namespace, builds); clean.sh
+# runs after it, pass or fail, for what a killed driver left behind.
+PROCS_FLAGS ?=
+procs:
+	@rc=0; (cd internal/compare && $(GO) run ./procs $(PROCS_FLAGS)) || rc=$$?; \
+	  sh internal/chaos/clean.sh || rc=$$((rc ? rc : 1)); \
+	  exit $$rc

@@ -1,14 +1,17 @@
 #!/bin/sh
-# Removes what chaos suite and upgrade test runs whose process has died left
-# behind (`make chaos` and `make upgrade` run this after the test, pass or
-# fail; `make chaos-clean` alone).
-# The suite cleans up after itself, but not when its process is killed: a
-# go test -timeout, a signal, a CI job cancelled. Its names carry the pid of
+# Removes what chaos suite, upgrade test and per-process comparison runs
+# (internal/compare/procs, which uses the suite's namespaces and build
+# directories) whose process has died left behind (`make chaos`, `make
+# upgrade` and `make procs` run this after the run, pass or fail; `make
+# chaos-clean` alone).
+# Each cleans up after itself, but not when its process is killed: a go
+# test -timeout, a signal, a CI job cancelled. Its names carry the pid of
 # the process that made them (netns.go), so a run still going is left alone:
 #
 #   - each namespace swimchaos-<pid>, with the agents still in it (SIGCONT
 #     first, for stopped ones, then SIGKILL);
-#   - each agent build $TMPDIR/swimchaos-bin-<pid>-*;
+#   - each agent build $TMPDIR/swimchaos-bin-<pid>-* (with the comparison's
+#     agents' logs);
 #   - each checkout of an older commit $TMPDIR/swimchaos-src-<pid>-*: its
 #     git worktree src is removed from the repository (this script runs from
 #     the repository's top directory), then the directory.

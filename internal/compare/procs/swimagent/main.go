@@ -1,0 +1,43 @@
+// Command swimagent is the per-process comparison's swim agent: one swim
+// member with swim.DefaultLANConfig, no logger (swim's default: nothing is
+// logged), on the address and port it is given. See package agent for its
+// protocol and ../main.go for the driver that runs it.
+package main
+
+import (
+	"context"
+
+	"github.com/swim-go/swim"
+	"github.com/swim-go/swim/internal/compare/procs/agent"
+)
+
+func main() {
+	agent.Main(func(c agent.Config, live *agent.Live) (agent.Member, error) {
+		cfg := swim.DefaultLANConfig()
+		cfg.Name = c.Name
+		cfg.BindAddr = c.Bind
+		cfg.BindPort = c.Port
+		cfg.Events = swim.EventFunc(func(e swim.Event) {
+			switch e.Kind {
+			case swim.EventJoin:
+				live.Up(e.Member.Name)
+			case swim.EventLeave:
+				live.Down(e.Member.Name)
+			}
+		})
+		ml, err := swim.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return member{ml}, nil
+	})
+}
+
+type member struct{ ml *swim.Memberlist }
+
+func (m member) Join(seed string) error {
+	_, err := m.ml.Join(context.Background(), seed)
+	return err
+}
+
+func (m member) Shutdown() error { return m.ml.Shutdown() }
