@@ -283,7 +283,7 @@ func (m *Machine) gossip(fanout int) {
 		return
 	}
 	// Draw from the ring (which holds this member too) and the dead list.
-	n := m.ring.len() + len(m.dead)
+	n := m.ring.len() + m.dead.slotCount()
 	picked := m.pickScratch[:0]
 	for attempts := 0; len(picked) < fanout && attempts < 4*fanout+8; attempts++ {
 		i := m.rng.IntN(n)
@@ -292,7 +292,9 @@ func (m *Machine) gossip(fanout int) {
 			if s = m.entry(m.ring.at(i)); s == m.self {
 				continue
 			}
-		} else if s = m.entry(m.dead[i-m.ring.len()].id); s.state() != StateDead {
+		} else if d, ok := m.dead.at(i - m.ring.len()); !ok {
+			continue // a hole the list has not compacted yet
+		} else if s = m.entry(d.id); s.state() != StateDead {
 			continue
 		}
 		if slices.Contains(picked, s) {
@@ -313,4 +315,4 @@ func (m *Machine) gossip(fanout int) {
 
 // gossipTargets is the size of the pool gossip picks from: live members and
 // those still within GossipToDeadTime of their death.
-func (m *Machine) gossipTargets() int { return m.numOthers() + len(m.dead) }
+func (m *Machine) gossipTargets() int { return m.numOthers() + m.dead.len() }

@@ -129,6 +129,24 @@ type Config struct {
 	// to well within ProbeInterval (NTP); unsynced clocks degrade it to
 	// random probing, never worse. Default true.
 	AlignedProbing bool
+	// PairedProbing, with AlignedProbing, pairs the members in each round
+	// and has the two of a pair send each other one Heartbeat, at their
+	// own phases, instead of a ping and an ack each: one packet per member
+	// per round instead of two, every member still checked once a round at
+	// the same phase (pairing.go). A partner not heard from by half a
+	// ProbeTimeout after its phase is probed as usual, as if from that
+	// phase. It counts any packet from the partner, so it needs
+	// AnyTrafficHeartbeat: with that off, members probe as aligned
+	// probing does. A member that has heard from no member for two rounds
+	// sends no Heartbeats, so that one that cannot receive is probed, and
+	// judged, as under probing.
+	// A member pairs only while every live member it knows speaks protocol
+	// 4 or later; during a rolling upgrade from an older release it
+	// probes as aligned probing does. It needs the clocks AlignedProbing
+	// needs, synced to well within ProbeTimeout/2: beyond that every check
+	// falls back to a probe, costing what aligned probing costs. Default
+	// true.
+	PairedProbing bool
 	// PauseTolerance is the longest a member may stop responding (a GC
 	// pause, a VM migration, a saturated link) without being declared dead.
 	// It sets the suspicion timeout: Min = PauseTolerance, measured from
@@ -371,6 +389,7 @@ func DefaultLANConfig() *Config {
 		MaxMembers:              16384,
 		MaxStreamsPerSource:     4,
 		AlignedProbing:          true,
+		PairedProbing:           true,
 		PauseTolerance:          5 * time.Second,
 		AwarenessMaxMultiplier:  8,
 		Nacks:                   true,

@@ -17,10 +17,11 @@
 //
 //   - Core: Machine, the protocol of one member as a pure state machine
 //     (machine.go, lifecycle.go, probe.go, suspicion.go, incarnation.go,
-//     pushpull.go, broadcast.go, table.go, ring.go, health.go, timers.go;
-//     the applications' messages and broadcasts in usermsg.go, pings and
-//     round trips in ping.go, admission and name conflicts in
-//     admission.go, the partition alarm in partition.go), and the types
+//     pushpull.go, broadcast.go, table.go, ring.go, health.go, timers.go,
+//     deadlist.go; the applications' messages and broadcasts in
+//     usermsg.go, pings and round trips in ping.go, admission and name
+//     conflicts in admission.go, the partition alarm in partition.go, the
+//     asks for members gossip missed in holes.go), and the types
 //     it reports in (member.go: State, Member, Event). It
 //     does no I/O, reads no clock, starts no goroutine and draws
 //     randomness only from the *rand.Rand it is given; every input
@@ -82,6 +83,10 @@
 //     rounds are numbered from the clock on a ring all members share, so
 //     every member is probed once per round and a crash is probed within
 //     one ProbeInterval instead of after several.
+//   - Paired probing halves its packets: each round the ring is split into
+//     pairs whose members send each other one Heartbeat at their own
+//     phases instead of a ping and an ack each; a partner not heard from
+//     in time is probed as from its phase, so detection is unchanged.
 //   - The suspicion timeout is PauseTolerance, anchored at the start of the
 //     failed probe and carried with the suspicion, so that all members
 //     decide together and a pause shorter than the tolerance never kills.

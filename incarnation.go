@@ -2,7 +2,6 @@ package swim
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"github.com/swim-go/swim/internal/wire"
@@ -197,10 +196,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		}
 	case StateDead, StateLeft:
 		m.setState(now, s, StateAlive)
-		// Its old entry may still wait later in this pass; one is enough.
-		if !slices.Contains(m.probeOrder[m.probeNext:], s.id) {
-			m.addToProbeOrder(s)
-		}
+		m.addToProbeOrder(s)
 		m.event(EventJoin, s)
 	}
 	if src != mergeJoin {
@@ -215,6 +211,10 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 		return
 	}
 	s := m.lookup(d.Name)
+	if s != nil && s.state() == StateAlive && d.Incarnation < s.inc() {
+		m.answerStale(s)
+		return
+	}
 	if s == nil || precedence(s.state(), s.inc(), StateSuspect, d.Incarnation) == stale || !m.plausible(s, d.Incarnation) {
 		return
 	}
@@ -396,14 +396,34 @@ func (m *Machine) refute(now time.Time, seen uint64) {
 
 func (m *Machine) broadcastSelfAlive() { m.queueBroadcast(m.selfName, m.selfAlive()) }
 
-func (m *Machine) selfAlive() *wire.Alive {
+func (m *Machine) selfAlive() *wire.Alive { return m.aliveOf(m.self) }
+
+// aliveOf is the alive delta of s as this member knows it.
+func (m *Machine) aliveOf(s *memberState) *wire.Alive {
 	return &wire.Alive{
-		Name:        m.selfName,
-		Addr:        wire.EncodeAddr(m.addrOf(m.self)),
-		Incarnation: m.self.inc(),
-		Meta:        m.metaOf(m.self),
-		Versions:    m.versionsOf(m.self),
+		Name:        m.nameOf(s),
+		Addr:        wire.EncodeAddr(m.addrOf(s)),
+		Incarnation: s.inc(),
+		Meta:        m.metaOf(s),
+		Versions:    m.versionsOf(s),
 	}
+}
+
+// answerStale answers an accusation of s older than the alive we know of
+// it: someone still holds a suspicion that s refuted, because the
+// refutation missed it, and the accusation it keeps gossiping is the sign.
+// We gossip the newer alive once more, as a member accused at an old
+// incarnation reasserts itself, so that the holder learns it before its
+// suspicion runs out instead of at the next anti-entropy exchange. Only
+// when the alive is not already queued untransmitted: a burst of stale
+// accusations re-queues it once.
+func (m *Machine) answerStale(s *memberState) {
+	name := m.nameOf(s)
+	if b, queued := m.bq.byKey[name]; queued && b.transmits == 0 {
+		return
+	}
+	m.stats.StaleAccusationsAnswered++
+	m.queueBroadcast(name, m.aliveOf(s))
 }
 
 // setState moves a member between the live set and the dead list.
@@ -430,20 +450,18 @@ func (m *Machine) setState(now time.Time, s *memberState, state State) {
 // appendDead adds s to the dead list, which is in order of death: every
 // entry lives GossipToDeadTime, so the reap timer is armed for the head.
 func (m *Machine) appendDead(s *memberState, now time.Time) {
-	failed := s.state() == StateDead
-	if failed {
-		m.deadFailed++
-	}
-	m.dead = append(m.dead, deadEntry{id: s.id, since: now, failed: failed})
-	m.armAt(timerReap, m.dead[0].since.Add(m.cfg.GossipToDeadTime))
+	m.dead.push(s.id, now, s.state() == StateDead)
+	m.armReap()
 }
 
-func (m *Machine) removeDead(s *memberState) {
-	if i := slices.IndexFunc(m.dead, func(d deadEntry) bool { return d.id == s.id }); i >= 0 {
-		if m.dead[i].failed {
-			m.deadFailed--
-		}
-		m.dead = slices.Delete(m.dead, i, i+1)
+// removeDead takes s out of the dead list: it came back, or its death
+// became a leave.
+func (m *Machine) removeDead(s *memberState) { m.dead.remove(s.id) }
+
+// armReap arms the reap timer for the oldest entry of the dead list.
+func (m *Machine) armReap() {
+	if d, ok := m.dead.oldest(); ok {
+		m.armAt(timerReap, d.since.Add(m.cfg.GossipToDeadTime))
 	}
 }
 
@@ -452,12 +470,12 @@ func (m *Machine) removeDead(s *memberState) {
 // reconnect target, and both so that news older than their death is
 // recognised as such.
 func (m *Machine) reap(now time.Time) {
-	for len(m.dead) > 0 && !now.Before(m.dead[0].since.Add(m.cfg.GossipToDeadTime)) {
-		d := m.dead[0]
-		m.dead = m.dead[1:]
-		if d.failed {
-			m.deadFailed--
+	for {
+		d, ok := m.dead.oldest()
+		if !ok || now.Before(d.since.Add(m.cfg.GossipToDeadTime)) {
+			break
 		}
+		m.dead.popOldest()
 		s := m.entry(d.id)
 		if m.cfg.ReconnectTimeout > 0 {
 			m.addTomb(&tombstone{name: m.nameOf(s), addr: m.addrOf(s), inc: s.inc(), left: s.state() == StateLeft, since: d.since})
@@ -467,9 +485,7 @@ func (m *Machine) reap(now time.Time) {
 		m.removeEntry(s)
 		m.version++
 	}
-	if len(m.dead) > 0 {
-		m.armAt(timerReap, m.dead[0].since.Add(m.cfg.GossipToDeadTime))
-	}
+	m.armReap()
 }
 
 // expireTombs forgets the tombstones older than ReconnectTimeout. They are

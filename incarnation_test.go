@@ -69,6 +69,9 @@ type precedenceCase struct {
 	// accepted: the member ends in stateOf(msg) at inc and the delta is
 	// gossiped; otherwise nothing changes and nothing is gossiped.
 	accepted bool
+	// answered: ignored, but what we know (alive@5) is gossiped again, to
+	// reach the holder of the stale claim (answerStale).
+	answered bool
 	// event is the event an accepted delta emits; 0 means none.
 	event EventKind
 }
@@ -80,7 +83,7 @@ func precedenceCases() []precedenceCase {
 		{have: dAlive, msg: dAlive, inc: lower},
 		{have: dAlive, msg: dAlive, inc: same},
 		{have: dAlive, msg: dAlive, inc: higher, accepted: true}, // same meta and address: no event
-		{have: dAlive, msg: dSuspect, inc: lower},
+		{have: dAlive, msg: dSuspect, inc: lower, answered: true},
 		{have: dAlive, msg: dSuspect, inc: same, accepted: true, event: EventSuspect},
 		{have: dAlive, msg: dSuspect, inc: higher, accepted: true, event: EventSuspect},
 		{have: dAlive, msg: dDead, inc: lower},
@@ -161,6 +164,11 @@ func TestPrecedence(t *testing.T) {
 				require.Equal(t, stateOf(tc.have), mem.State, "ignored delta changed the state")
 				require.Equal(t, uint64(5), mem.Incarnation, "ignored delta changed the incarnation")
 				require.Empty(t, out.Events, "ignored delta emitted an event")
+				if tc.answered {
+					require.Len(t, gossip, 1, "a stale accusation is answered with the alive we know")
+					requireDelta(t, dAlive, mtPeer(b), 5, gossip[0])
+					return
+				}
 				require.Empty(t, gossip, "ignored delta was gossiped")
 				return
 			}

@@ -77,6 +77,7 @@ func (m *Machine) rejoin(now time.Time) {
 	if m.cfg.AlignedProbing {
 		m.probeRound = m.roundOf(now)
 		m.scheduleNextProbe(now)
+		m.scheduleHeartbeats(now)
 	} else {
 		m.nextProbe = now.Add(m.jitter(m.cfg.ProbeInterval))
 	}

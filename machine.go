@@ -142,9 +142,8 @@ type machineState struct {
 	table []*chunk // entries by name id
 	epoch time.Time
 	// dead holds members declared dead or left that are still in the table,
-	// in the order they died, until GossipToDeadTime passes.
-	dead       []deadEntry
-	deadFailed int // entries of dead that are failed, so NextDeadline need not scan it
+	// in the order they died, until GossipToDeadTime passes (deadlist.go).
+	dead deadList
 	// tombs holds the tombstones oldest first, tombByName the current one
 	// of each name; deadTombs counts those of members that did not leave
 	// (the reconnect targets).
@@ -165,10 +164,29 @@ type machineState struct {
 	probeRound int64     // the aligned round of the next probe
 	probeOrder []uint32
 	probeNext  int
-	nextProbe  time.Time
-	probes     []*probeRound // in flight; aligned rounds can overlap
-	seq        uint32
-	relays     map[uint32]*relay
+	// probeQueued holds the members with an entry in probeOrder not yet
+	// passed (probeOrder[probeNext:]), at most one each: a member that
+	// comes back must not be queued twice, and looking for its old entry
+	// in the order would cost O(N) per comeback.
+	probeQueued idSet
+	nextProbe   time.Time
+	probes      []*probeRound // in flight; aligned rounds can overlap
+	// Paired rounds (pairing.go): the round of the next Heartbeat and
+	// when it is due, the first round whose partners are still to be
+	// checked, and the members on the ring that cannot pair.
+	beatRound  int64
+	nextBeat   time.Time
+	checkRound int64
+	unpaired   map[uint32]struct{}
+	// the ring's mods when a round last looked, and the rounds since it
+	// changed (pairing.go: noteRound)
+	ringModsSeen uint64
+	stableRounds int
+	roundNoted   int64
+	// lastHeardAny is when a packet from any member last arrived.
+	lastHeardAny time.Time
+	seq          uint32
+	relays       map[uint32]*relay
 	// the application's pings in flight, by seq, and the smoothed round
 	// trips measured, by name (ping.go)
 	userPings map[uint32]*userPing
@@ -188,6 +206,11 @@ type machineState struct {
 	// suspicion (suspicion.go)
 	suspicions  map[string]*suspicion
 	finalChecks map[uint32]*finalCheck
+	// leaveChecks is the sequence number of each member's leave check in
+	// finalChecks, by name: at most one runs per member, and during a
+	// mass leave every packet carries leaves, so finding it must not
+	// scan the checks in flight.
+	leaveChecks map[string]uint32
 
 	// dissemination (broadcast.go): membership deltas in bq, the
 	// applications' broadcasts in uq (usermsg.go)
@@ -225,6 +248,7 @@ type machineState struct {
 	armed  [timerKinds]time.Time
 
 	partition partitionAlarm // partition.go
+	holes     holeAsks       // asks for the members rumors missed (holes.go)
 
 	health int  // local health score, Lifeguard §IV-A (health.go)
 	urgent bool // widen the next gossip round (a death we declared)
@@ -233,18 +257,10 @@ type machineState struct {
 	eventSeq uint64 // the Seq of the last event
 	stats    Stats
 	// scratch buffers reused between packets
+	holeNotes   []holeNote // names the packet being handled shows acting or names as subjects (holes.go)
 	frames      [][]byte
 	frameBuf    []byte
 	pickScratch []*memberState
-}
-
-// deadEntry is a member in the dead list and when it died.
-type deadEntry struct {
-	id    uint32
-	since time.Time
-	// failed: the member was declared dead, not left, when it entered
-	// the list (a reconnect target); deadFailed counts these.
-	failed bool
 }
 
 func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *rand.Rand, now time.Time) {
@@ -260,6 +276,9 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.rtts = make(map[string]time.Duration)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
+	m.leaveChecks = make(map[string]uint32)
+	m.holes.pinged = make(map[string]time.Time)
+	m.holes.pushed = make(map[netip.AddrPort]time.Time)
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.tombByName = make(map[string]*tombstone)
@@ -270,12 +289,14 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.selfName = cfg.Name
 	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), StateAlive, 0, now)
 	m.version = 1
+	m.unpaired = make(map[uint32]struct{})
 	m.ringInsert(m.self)
 	// Spread the periodic work of members started together over one
 	// interval, so they do not probe and exchange state in lockstep.
 	if cfg.AlignedProbing {
 		m.probeRound = m.roundOf(now)
 		m.scheduleNextProbe(now)
+		m.scheduleHeartbeats(now)
 	} else {
 		m.nextProbe = now.Add(m.jitter(cfg.ProbeInterval))
 	}
@@ -360,9 +381,7 @@ func (m *Machine) Member(name string) (Member, bool) {
 func (m *Machine) Members() []Member {
 	out := make([]Member, 0, m.tableSize())
 	m.ring.each(func(id uint32) { out = append(out, m.export(m.entry(id))) })
-	for _, d := range m.dead {
-		out = append(out, m.export(m.entry(d.id)))
-	}
+	m.dead.each(func(d deadEntry) { out = append(out, m.export(m.entry(d.id))) })
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
@@ -387,6 +406,11 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	if sender != nil {
 		// Geode: any message from a member counts as a heartbeat.
 		m.markHeard(sender, now)
+		m.lastHeardAny = now
+		if sender.state() == StateDead {
+			// And one we declared dead is alive after all (holes.go).
+			m.noteNames(m.nameOf(sender), "")
+		}
 	}
 	// Deltas first, answers and requests last: a ping that carries a
 	// suspicion of us (buddy ping, final check) must see the refutation it
@@ -396,7 +420,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	// leave check) sees the member's new incarnation.
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
-		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast:
+		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast, *wire.Heartbeat:
 			continue
 		case *wire.AckPayload:
 			m.ackPayloads = append(m.ackPayloads, msg)
@@ -406,8 +430,15 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handleAlive(now, msg, mergeGossip)
 		case *wire.Suspect:
 			m.handleSuspect(now, msg)
+			m.noteNames(msg.From, msg.Name)
 		case *wire.Dead:
 			m.handleDead(now, msg)
+			if !msg.Left {
+				// The member that declared the death ran the final
+				// check: it was alive then. (A leave's From may be the
+				// member leaving.)
+				m.noteNames(msg.From, "")
+			}
 		default:
 			// A push-pull belongs on a stream, a compound was flattened.
 			m.stats.PacketsDropped++
@@ -426,9 +457,19 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handleNack(now, from, msg)
 		case *wire.Ping:
 			m.handlePing(now, from, sender, msg, len(data))
+			m.noteNames(msg.From, "")
 		case *wire.PingReq:
 			m.handlePingReq(now, from, sender, msg, len(data))
+			m.noteNames(msg.From, msg.Target)
+		case *wire.Heartbeat:
+			m.handleHeartbeat(now, from, msg)
+			m.noteNames(msg.From, "")
 		}
+	}
+	if len(m.holeNotes) > 0 {
+		// Once the whole packet is applied: it may carry the very alive
+		// that fills the hole, and make its sender known.
+		m.askHoles(now, from)
 	}
 	return nil
 }
@@ -623,6 +664,11 @@ type Stats struct {
 	DeltasStale                  uint64 // news of a forgotten member no newer than its tombstone (a replay), dropped
 	TombstoneNudges              uint64 // forgotten members told of their death on stale news of them
 	Probes, ProbesFailed         uint64
+	HeartbeatsSent               uint64 // to partners of paired rounds (pairing.go)
+	HeartbeatsReceived           uint64
+	PairChecks                   uint64 // partners heard from in time: checked without a probe
+	PairFallbacks                uint64 // partners not heard from in time, probed
+	HeartbeatsWithheld           uint64 // not sent: no member heard from for two rounds (pairing.go)
 	ProbesSavedByTraffic         uint64 // ack lost, but the target was heard from during the probe
 	TCPProbesSaved               uint64 // UDP failed, the fallback TCP ping answered
 	NacksSent, NacksReceived     uint64
@@ -635,6 +681,7 @@ type Stats struct {
 	SuspicionsRaised             uint64
 	Refutations                  uint64
 	Reasserts                    uint64 // stale accusations answered with our current alive
+	StaleAccusationsAnswered     uint64 // accusations of others older than their alive we know, answered by gossiping that alive again
 	DeathsDeclared               uint64
 	FinalChecks                  uint64 // suspects pinged once more before being declared dead
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
@@ -663,4 +710,11 @@ type Stats struct {
 	StreamsExpired             uint64 // stream requests whose outcome the driver never reported, failed after twice their Timeout
 	TCPPings, TCPPingsFailed   uint64
 	Reconnects                 uint64
+
+	// Asks for members gossip missed (holes.go): TCP pings of members held
+	// dead or forgotten that a packet showed alive, push-pulls with the
+	// member that named one never heard of, and asks not made (over the
+	// rate, or no room to remember them).
+	HolePings, HolePushPulls uint64
+	HoleAsksRefused          uint64
 }

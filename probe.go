@@ -69,22 +69,39 @@ func (m *Machine) tickProbe(now time.Time) {
 	if m.self.state() != StateAlive || now.Before(m.nextProbe) {
 		return
 	}
+	if m.noteRound(now); m.paired() {
+		return // the ring is stable: pairing takes over (wanted)
+	}
+	if m.cfg.AlignedProbing && m.roundOf(now) > m.probeRound+1 {
+		// Probing stopped for more than a round (paired rounds, or a
+		// pause): start again from the present round instead of
+		// catching up on the rounds missed.
+		m.probeRound = m.roundOf(now)
+		m.scheduleNextProbe(now)
+		return
+	}
 	target := m.nextProbeTarget(now)
 	m.scheduleNextProbe(now)
 	if target == nil {
 		return
 	}
+	m.startProbe(target, now)
+}
+
+// startProbe pings target and arms the probe's timers as from start: its
+// indirect phase after ProbeTimeout, its verdict after ProbeInterval, both
+// longer while we are unhealthy (Lifeguard §IV-A).
+func (m *Machine) startProbe(target *memberState, start time.Time) {
 	p := &probeRound{
 		target:      target,
 		name:        m.nameOf(target),
 		incarnation: target.inc(),
 		seq:         m.nextSeq(),
-		start:       now,
+		start:       start,
 	}
 	m.probes = append(m.probes, p)
-	// Lifeguard §IV-A: an unhealthy member waits longer for acks.
-	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerProbeTimeout, uint64(p.seq), 0, "")
-	m.after(now.Add(m.scaled(m.cfg.ProbeInterval)), timerProbeEnd, uint64(p.seq), 0, "")
+	m.after(start.Add(m.scaled(m.cfg.ProbeTimeout)), timerProbeTimeout, uint64(p.seq), 0, "")
+	m.after(start.Add(m.scaled(m.cfg.ProbeInterval)), timerProbeEnd, uint64(p.seq), 0, "")
 	m.stats.Probes++
 	m.send(m.addrOf(target), &wire.Ping{Seq: p.seq, Target: p.name, From: m.selfName})
 }
@@ -154,6 +171,7 @@ func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys,
 
 func (m *Machine) ringInsert(s *memberState) {
 	m.ring.insert(m.ringOrder(), s.id)
+	m.notePairing(s)
 	if m.byName != nil {
 		m.byName.insert(m.nameOrder(), s.id)
 	}
@@ -161,6 +179,7 @@ func (m *Machine) ringInsert(s *memberState) {
 
 func (m *Machine) ringRemove(s *memberState) {
 	m.ring.remove(m.ringOrder(), s.id)
+	delete(m.unpaired, s.id)
 	if m.byName != nil {
 		m.byName.remove(m.nameOrder(), s.id)
 	}
@@ -187,11 +206,7 @@ func (m *Machine) alignedTarget(r int64) *memberState {
 	if n < 2 {
 		return nil
 	}
-	if m.selfPosAt != m.ring.mods+1 {
-		// Views change rarely next to how often we probe.
-		m.selfPos, m.selfPosAt = m.ring.index(m.ringOrder(), m.self.id), m.ring.mods+1
-	}
-	pos := m.selfPos
+	pos := m.ringSelfPos()
 	if pos < 0 {
 		return nil
 	}
@@ -205,8 +220,10 @@ func (m *Machine) alignedTarget(r int64) *memberState {
 func (m *Machine) shuffledTarget() *memberState {
 	for attempts := 0; attempts < 2; attempts++ {
 		for m.probeNext < len(m.probeOrder) {
-			s := m.entry(m.probeOrder[m.probeNext])
+			id := m.probeOrder[m.probeNext]
+			s := m.entry(id)
 			m.probeNext++
+			m.probeQueued.remove(id)
 			if s != nil && s.live() && s != m.self {
 				return s
 			}
@@ -221,10 +238,14 @@ func (m *Machine) shuffledTarget() *memberState {
 
 // rebuildProbeOrder drops members no longer probed and reshuffles the rest.
 func (m *Machine) rebuildProbeOrder() {
+	for _, id := range m.probeOrder[m.probeNext:] {
+		m.probeQueued.remove(id)
+	}
 	m.probeOrder = m.probeOrder[:0]
 	m.ring.each(func(id uint32) {
 		if id != m.self.id {
 			m.probeOrder = append(m.probeOrder, id)
+			m.probeQueued.add(id)
 		}
 	})
 	m.rng.Shuffle(len(m.probeOrder), func(i, j int) {
@@ -234,10 +255,16 @@ func (m *Machine) rebuildProbeOrder() {
 }
 
 // addToProbeOrder places a new member at a random position among those not
-// yet probed in this pass (SWIM §4.3), so it is probed within one pass.
+// yet probed in this pass (SWIM §4.3), so it is probed within one pass. A
+// member back from the dead may still have its old entry later in this
+// pass (as may a new member under the id of a forgotten one); one is
+// enough.
 func (m *Machine) addToProbeOrder(s *memberState) {
 	if m.cfg.AlignedProbing {
 		return // aligned probing walks the ring instead
+	}
+	if !m.probeQueued.add(s.id) {
+		return
 	}
 	m.probeOrder = append(m.probeOrder, s.id)
 	last := len(m.probeOrder) - 1

@@ -96,9 +96,7 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 			add(m.entry(id))
 		}
 	})
-	for _, d := range m.dead {
-		add(m.entry(d.id))
-	}
+	m.dead.each(func(d deadEntry) { add(m.entry(d.id)) })
 	data, err := w.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("swim: encode push-pull: %w", err)
@@ -413,7 +411,7 @@ func (m *Machine) reconnectWanted() bool {
 // hasDeadToRetry reports whether a member declared dead (not left) is in
 // the dead list. NextDeadline asks it after every input, so it is a count,
 // not a scan: after a mass leave the list is long and holds no target.
-func (m *Machine) hasDeadToRetry() bool { return m.deadFailed > 0 }
+func (m *Machine) hasDeadToRetry() bool { return m.dead.failed > 0 }
 
 // reconnectFanout is how many reconnect attempts the cluster makes per dead
 // member per ReconnectInterval, about: enough that a member wrongly
@@ -441,22 +439,12 @@ func (m *Machine) tickReconnect(now time.Time) {
 		}
 		return
 	}
-	type candidate struct {
-		addr netip.AddrPort
-		name string // of a tombstone, which the exchange then carries
-	}
-	var candidates []candidate
-	for _, d := range m.dead {
-		if s := m.entry(d.id); s.state() == StateDead {
-			candidates = append(candidates, candidate{addr: m.addrOf(s)})
-		}
-	}
-	for _, t := range m.tombs {
-		if !t.gone && !t.left {
-			candidates = append(candidates, candidate{t.addr, t.name})
-		}
-	}
-	if len(candidates) == 0 {
+	// The candidates are the members declared dead in the dead list and
+	// the tombstones of those forgotten, counted rather than listed: most
+	// intervals, most members make no attempt (below), and after a mass
+	// failure or leave both lists are long.
+	candidates := m.dead.failed + m.deadTombs
+	if candidates == 0 {
 		return
 	}
 	// Try with probability reconnectFanout·dead/live (after Serf's
@@ -466,10 +454,42 @@ func (m *Machine) tickReconnect(now time.Time) {
 	// crashed host every 10 seconds would cost more than the rest of the
 	// protocol. Where many are dead (a partition) everyone still tries
 	// every interval, as before.
-	if live := m.numOthers(); live > 0 && m.rng.Float64()*float64(live) >= float64(reconnectFanout*len(candidates)) {
+	if live := m.numOthers(); live > 0 && m.rng.Float64()*float64(live) >= float64(reconnectFanout*candidates) {
+		return
+	}
+	addr, name, ok := m.reconnectCandidate(m.rng.IntN(candidates))
+	if !ok {
 		return
 	}
 	m.stats.Reconnects++
-	c := candidates[m.rng.IntN(len(candidates))]
-	_, _ = m.startPushPullWith(now, c.addr, streamReconnect, c.name)
+	_, _ = m.startPushPullWith(now, addr, streamReconnect, name)
+}
+
+// reconnectCandidate returns the i-th reconnect candidate: the members
+// declared dead in the dead list, oldest first, then the tombstones of
+// those that did not leave, oldest first (name is the tombstone's, which
+// the exchange then carries; empty for a member still in the table). The
+// walk is O(N), but only an attempt takes it, and the attempt's push-pull
+// carries the whole table anyway.
+func (m *Machine) reconnectCandidate(i int) (addr netip.AddrPort, name string, ok bool) {
+	m.dead.each(func(d deadEntry) {
+		if d.failed && !ok {
+			if i == 0 {
+				addr, ok = m.addrOf(m.entry(d.id)), true
+			}
+			i--
+		}
+	})
+	if ok {
+		return addr, "", true
+	}
+	for _, t := range m.tombs {
+		if !t.gone && !t.left {
+			if i == 0 {
+				return t.addr, t.name, true
+			}
+			i--
+		}
+	}
+	return netip.AddrPort{}, "", false
 }

@@ -190,7 +190,8 @@ func (m *Machine) expireSuspicion(now time.Time, s *suspicion) {
 // leave refutes the claim on its ack, one that left answers without a
 // refutation or, once shut down, not at all.
 //
-// A check is in m.finalChecks, by sequence number, until its verdict.
+// A check is in m.finalChecks, by sequence number, until its verdict; a
+// leave check also in m.leaveChecks, by name.
 type finalCheck struct {
 	seq         uint32
 	name        string
@@ -246,21 +247,37 @@ func (fc *finalCheck) claim() wire.Message {
 // report at a higher incarnation replaces it.
 func (m *Machine) startLeaveCheck(now time.Time, mem *memberState, d *wire.Dead) {
 	name := m.nameOf(mem)
-	// At most one leave check per member, so the map's order does not
-	// matter here.
-	for seq, fc := range m.finalChecks {
-		if fc.leave && fc.name == name {
-			if fc.incarnation >= d.Incarnation {
-				return
-			}
-			delete(m.finalChecks, seq)
+	if old := m.leaveCheckOf(name); old != nil {
+		if old.incarnation >= d.Incarnation {
+			return
 		}
+		m.endCheck(old)
 	}
 	fc := &finalCheck{seq: m.nextSeq(), name: name, incarnation: d.Incarnation, leave: true, from: d.From}
 	m.finalChecks[fc.seq] = fc
+	m.leaveChecks[name] = fc.seq
 	m.armCheck(now, fc)
 	m.stats.LeaveChecks++
 	m.send(m.addrOf(mem), fc.ping(m.selfName))
+}
+
+// leaveCheckOf returns the leave check in flight of the member called
+// name, nil if none.
+func (m *Machine) leaveCheckOf(name string) *finalCheck {
+	seq, ok := m.leaveChecks[name]
+	if !ok {
+		return nil
+	}
+	return m.finalChecks[seq]
+}
+
+// endCheck forgets a final or leave check: its verdict is in, or a newer
+// one replaces it. Its timers no longer match and are dropped.
+func (m *Machine) endCheck(fc *finalCheck) {
+	delete(m.finalChecks, fc.seq)
+	if fc.leave && m.leaveChecks[fc.name] == fc.seq {
+		delete(m.leaveChecks, fc.name)
+	}
 }
 
 // concludeLeave applies a leave check's verdict: the member left.
@@ -297,7 +314,7 @@ func (m *Machine) startFinalCheck(now time.Time, mem *memberState, accuser bool)
 // Its refutation, carried on the ack, normally clears the suspicion at
 // once.
 func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
-	delete(m.finalChecks, fc.seq)
+	m.endCheck(fc)
 	if fc.leave {
 		// Answered without refuting (the refutation, carried on the
 		// ack, is applied before it): the member did leave.
@@ -335,7 +352,7 @@ func (m *Machine) retryCheck(now, due time.Time, fc *finalCheck) {
 func (m *Machine) expireCheck(now, due time.Time, fc *finalCheck) {
 	mem := m.checked(fc)
 	if mem == nil {
-		delete(m.finalChecks, fc.seq)
+		m.endCheck(fc)
 		return
 	}
 	if m.lateFor(due, now) {
@@ -344,7 +361,7 @@ func (m *Machine) expireCheck(now, due time.Time, fc *finalCheck) {
 		m.send(m.addrOf(mem), fc.ping(m.selfName))
 		return
 	}
-	delete(m.finalChecks, fc.seq)
+	m.endCheck(fc)
 	if fc.leave {
 		m.concludeLeave(now, fc, mem)
 		return

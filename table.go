@@ -288,7 +288,7 @@ func (m *Machine) removeEntry(s *memberState) {
 
 // tableSize counts the entries: the ring (this member always in it) and
 // the dead not yet forgotten.
-func (m *Machine) tableSize() int { return m.ring.len() + len(m.dead) }
+func (m *Machine) tableSize() int { return m.ring.len() + m.dead.len() }
 
 // setIdentity moves the entry to the version at (addr, meta, vers).
 func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, vers wire.Versions) {
@@ -296,9 +296,13 @@ func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, 
 	if m.reg.verAddr[old] == addr && bytes.Equal(m.reg.verMeta[old], meta) && m.reg.verVers[old] == vers {
 		return
 	}
+	oldVers := m.reg.verVers[old]
 	v := m.reg.acquireVersion(s.id, addr, meta, vers)
 	m.reg.releaseVersion(old)
 	s.vs = v<<8 | s.vs&0xff
+	if oldVers != vers && m.ring.index(m.ringOrder(), s.id) >= 0 {
+		m.notePairing(s)
+	}
 }
 
 func (m *Machine) nameOf(s *memberState) string         { return m.reg.names[s.id] }
@@ -399,4 +403,31 @@ func (m *Machine) sweepHeard(now time.Time) {
 			}
 		}
 	}
+}
+
+// idSet is a set of name ids, a bit each.
+type idSet []uint64
+
+// add puts id in the set; it reports false if it was there already.
+func (b *idSet) add(id uint32) bool {
+	w, bit := int(id/64), uint64(1)<<(id%64)
+	for len(*b) <= w {
+		*b = append(*b, 0)
+	}
+	if (*b)[w]&bit != 0 {
+		return false
+	}
+	(*b)[w] |= bit
+	return true
+}
+
+func (b idSet) remove(id uint32) {
+	if w := int(id / 64); w < len(b) {
+		b[w] &^= uint64(1) << (id % 64)
+	}
+}
+
+func (b idSet) has(id uint32) bool {
+	w := int(id / 64)
+	return w < len(b) && b[w]&(uint64(1)<<(id%64)) != 0
 }

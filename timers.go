@@ -32,7 +32,9 @@ const (
 	timerRelayExpire                    // key: relay seq; forget the relay
 	timerProbeTimeout                   // key: probe seq; the direct ping gave up: ask k relays
 	timerProbeEnd                       // key: probe seq; the period is over: judge the probe
+	timerPairCheck                      // key: member id, inc: round; a partner's Heartbeat is due
 	timerProbe                          // singleton: start the next probe
+	timerHeartbeat                      // singleton: send the round's Heartbeats
 	timerCheckExpire                    // key: check seq, inc: generation; the verdict of a final or leave check
 	timerCheckRetry                     // key: check seq, inc: generation; ping once more
 	timerSuspicion                      // name, inc: incarnation; the suspicion ran out
@@ -145,6 +147,9 @@ func (m *Machine) armPeriodic() {
 	if m.armed[timerProbe].IsZero() && m.wanted(timerProbe) {
 		m.armAt(timerProbe, m.nextProbe)
 	}
+	if m.armed[timerHeartbeat].IsZero() && m.wanted(timerHeartbeat) {
+		m.armAt(timerHeartbeat, m.nextBeat)
+	}
 	if m.armed[timerGossip].IsZero() && m.wanted(timerGossip) {
 		m.armAt(timerGossip, m.nextGossip)
 	}
@@ -165,7 +170,9 @@ func (m *Machine) wanted(kind timerKind) bool {
 	alive := m.self.state() == StateAlive
 	switch kind {
 	case timerProbe:
-		return alive
+		return alive && !m.paired()
+	case timerHeartbeat:
+		return alive && m.paired()
 	case timerGossip:
 		return m.cfg.GossipInterval > 0 && m.bq.Len()+m.uq.Len() > 0 && m.gossipTargets() > 0
 	case timerPushPull:
@@ -180,7 +187,7 @@ func (m *Machine) wanted(kind timerKind) bool {
 // armAt.
 func singleton(kind timerKind) bool {
 	switch kind {
-	case timerProbe, timerGossip, timerPushPull, timerReconnect, timerReap,
+	case timerProbe, timerHeartbeat, timerGossip, timerPushPull, timerReconnect, timerReap,
 		timerTombs, timerSeeds, timerHeardSweep, timerMerge:
 		return true
 	}
@@ -200,6 +207,8 @@ func (m *Machine) current(t *timer) bool {
 		return p != nil && !p.indirect
 	case timerProbeEnd:
 		return m.findProbe(uint32(t.key)) != nil
+	case timerPairCheck:
+		return m.entry(uint32(t.key)) != nil
 	case timerCheckExpire:
 		fc := m.finalChecks[uint32(t.key)]
 		return fc != nil && fc.gen == t.inc
@@ -275,8 +284,12 @@ func (m *Machine) fire(now time.Time, t *timer) {
 		p := m.findProbe(uint32(t.key))
 		m.removeProbe(p)
 		m.probeEnded(now, t.at, p)
+	case timerPairCheck:
+		m.checkPartner(now, uint32(t.key), int64(t.inc))
 	case timerProbe:
 		m.tickProbe(now)
+	case timerHeartbeat:
+		m.tickHeartbeat(now)
 	case timerCheckExpire:
 		m.expireCheck(now, t.at, m.finalChecks[uint32(t.key)])
 	case timerCheckRetry:

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net"
+	"slices"
+	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // counters counts what the members of one cluster sent, through the
@@ -76,4 +80,42 @@ func (cc *countingConn) Write(b []byte) (int, error) {
 	n, err := cc.Conn.Write(b)
 	cc.c.tcpBytes.Add(uint64(n))
 	return n, err
+}
+
+// counterSource is a member that exposes its library's counters (swim).
+type counterSource interface {
+	counters() map[string]uint64
+}
+
+// sumCounters adds up the counters of the members that expose them.
+func sumCounters(ms []member) map[string]uint64 {
+	sum := map[string]uint64{}
+	for _, m := range ms {
+		if cs, ok := m.(counterSource); ok {
+			for k, v := range cs.counters() {
+				sum[k] += v
+			}
+		}
+	}
+	return sum
+}
+
+// logCounters logs the non-zero totals of sumCounters on one line each,
+// sorted by name, with their rate per member per second over d.
+func logCounters(logf func(string, ...any), what string, sum map[string]uint64, n int, d time.Duration) {
+	names := make([]string, 0, len(sum))
+	for k, v := range sum {
+		if v > 0 {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, " %s=%d (%.2f/member/s)", k, sum[k], float64(sum[k])/float64(n)/d.Seconds())
+	}
+	logf("  counters, %s:%s", what, b.String())
 }

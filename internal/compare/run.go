@@ -69,10 +69,12 @@ type result struct {
 	Converged        bool    `json:"converged"`
 	BootSeconds      float64 `json:"bootstrap_s,omitempty"`
 	BootBound        float64 `json:"bootstrap_bound_s"`
-	SeenMin          int     `json:"seen_min"`     // at convergence or at the bound
-	SeenMedian       int     `json:"seen_median"`  // idem
-	JoinsFailed      int     `json:"joins_failed"` // members whose join failed at least once
-	Joined           int     `json:"joins_done"`   // joins that succeeded (of N-1)
+	SeenMin          int     `json:"seen_min"`            // at convergence or at the bound
+	SeenMedian       int     `json:"seen_median"`         // idem
+	JoinsFailed      int     `json:"joins_failed"`        // members whose join failed at least once
+	Joined           int     `json:"joins_done"`          // joins that succeeded (of N-1)
+	BootPackets      uint64  `json:"bootstrap_packets"`   // UDP packets sent from the first join until convergence or the bound
+	BootTCPBytes     uint64  `json:"bootstrap_tcp_bytes"` // bytes written to streams meanwhile
 	SeenMinSteady    int     `json:"seen_min_after_window"`
 	SeenMedianSteady int     `json:"seen_median_after_window"`
 
@@ -244,7 +246,7 @@ func runCluster(lib library, p plan, o *options) (res result) {
 	}
 	res.BootBound = bound.Seconds()
 	rec.phase.Store(phaseBoot)
-	t0 := time.Now()
+	t0, boot0 := time.Now(), c.snapshot()
 	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(bound))
 	defer cancel()
 	seed := members[0].address()
@@ -303,7 +305,7 @@ func runCluster(lib library, p plan, o *options) (res result) {
 		}
 	})
 	tick := time.NewTicker(o.poll)
-	lastLog := t0
+	lastLog, lastTraffic := t0, c.snapshot()
 	var last poll
 bootstrap:
 	for {
@@ -317,15 +319,20 @@ bootstrap:
 			}
 		case <-tick.C:
 		}
-		if time.Since(lastLog) > 10*time.Second {
-			logf("  %.0fs: %d of %d joins done; members seen min %d, median %d of %d", time.Since(t0).Seconds(), joined.Load(), p.n-1, last.lo, last.med, p.n)
-			lastLog = time.Now()
+		if since := time.Since(lastLog); since > 10*time.Second {
+			tr := c.snapshot()
+			d := tr.sub(lastTraffic)
+			logf("  %.0fs: %d of %d joins done; members seen min %d, median %d of %d; %.0f packets/s, %.1f MB/s over streams",
+				time.Since(t0).Seconds(), joined.Load(), p.n-1, last.lo, last.med, p.n,
+				float64(d.UDPPackets)/since.Seconds(), float64(d.TCPBytes)/since.Seconds()/1e6)
+			lastLog, lastTraffic = time.Now(), tr
 		}
 		if time.Since(t0) >= bound {
 			break
 		}
 	}
 	tick.Stop()
+	bootTraffic := c.snapshot().sub(boot0)
 	close(pollStop)
 	cancel()
 	// memberlist's Join takes no context: give joins in flight a while,
@@ -340,20 +347,37 @@ bootstrap:
 	joinsFailed.Range(func(any, any) bool { res.JoinsFailed++; return true })
 	res.Joined = int(joined.Load())
 	res.FalseBoot, res.FalseBootWho = rec.falseIn(phaseBoot)
+	res.BootPackets, res.BootTCPBytes = bootTraffic.UDPPackets, bootTraffic.TCPBytes
 	if res.Converged {
 		logf("  converged in %.1fs", res.BootSeconds)
 	} else {
 		logf("  did not converge in %v: %d of %d joins done, members seen min %d, median %d of %d", bound, res.Joined, p.n-1, res.SeenMin, res.SeenMedian, p.n)
 	}
+	if traceFalse {
+		// Up to the end of the joins still in flight at the bound.
+		logCounters(logf, "bootstrap", sumCounters(members), p.n, time.Since(t0))
+	}
+	logf("  bootstrap sent %d packets (%.1f MB) and %.1f MB over streams", bootTraffic.UDPPackets, float64(bootTraffic.UDPBytes)/1e6, float64(bootTraffic.TCPBytes)/1e6)
 
 	// Steady state: settle, then measure CPU and traffic over the window.
 	rec.phase.Store(phaseSteady)
 	time.Sleep(o.settle)
+	var sum0 map[string]uint64
+	if traceFalse {
+		sum0 = sumCounters(members)
+	}
 	tr0, cpu0 := c.snapshot(), cpuTime()
 	w0 := time.Now()
 	time.Sleep(p.window)
 	tr1, cpu1 := c.snapshot(), cpuTime()
 	win := time.Since(w0)
+	if traceFalse {
+		sum1 := sumCounters(members)
+		for k := range sum1 {
+			sum1[k] -= sum0[k]
+		}
+		logCounters(logf, "steady window", sum1, p.n, win)
+	}
 	res.WindowSeconds = win.Seconds()
 	d := tr1.sub(tr0)
 	nf, ws := float64(p.n), win.Seconds()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"unsafe"
 
@@ -46,6 +47,12 @@ func swimConfig(matched bool) *swim.Config {
 
 func (swimLib) start(i int, c *counters, rec *recorder, p plan) (member, error) {
 	cfg := swimConfig(p.matched)
+	if swimRetransmitMult > 0 {
+		cfg.RetransmitMult = swimRetransmitMult
+	}
+	if swimGossipNodes > 0 {
+		cfg.GossipNodes = swimGossipNodes
+	}
 	if p.encrypted {
 		cfg.Keys = [][]byte{testKey}
 		cfg.Label = testLabel
@@ -163,6 +170,12 @@ func (t *swimTransport) Packets() <-chan swim.IncomingPacket { return t.inner.Pa
 // through the Packets channel, for comparing the two.
 var swimDirect = true
 
+// swimRetransmitMult (-swim-retransmit-mult) and swimGossipNodes
+// (-swim-gossip-nodes), when set, replace swim's RetransmitMult and
+// GossipNodes, for measuring what the redundancy and the rate of gossip
+// cost a join storm.
+var swimRetransmitMult, swimGossipNodes int
+
 // channelOnly hides HandlePackets from swim.
 type channelOnly struct{ swim.Transport }
 
@@ -194,3 +207,27 @@ func (t *swimTransport) Close() error {
 // Config.Events is set, for the notes under the table.
 func swimEventBuffer() int { return swim.DefaultLANConfig().EventBuffer }
 func swimEventSize() int   { return int(unsafe.Sizeof(swim.Event{})) }
+
+// counters returns swim's cumulative counters of the member by name (the
+// uint64 fields of MemberlistStats), for -stats.
+func (m *swimMember) counters() map[string]uint64 {
+	st := m.ml.Stats()
+	out := map[string]uint64{}
+	addUintFields(out, reflect.ValueOf(st))
+	return out
+}
+
+// addUintFields adds the uint64 fields of the struct v, and of the structs
+// it embeds, to out by name.
+func addUintFields(out map[string]uint64, v reflect.Value) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := v.Field(i)
+		switch {
+		case t.Field(i).Anonymous && f.Kind() == reflect.Struct:
+			addUintFields(out, f)
+		case f.Kind() == reflect.Uint64:
+			out[t.Field(i).Name] += f.Uint()
+		}
+	}
+}

@@ -166,6 +166,13 @@ func decodeFrameInto(b []byte, m Message, skipped *int) error {
 		m.Seq = uint32(d.uint("Seq", math.MaxUint32))
 		m.Payload = d.bin("Payload", MaxPacketSize)
 		d.skip("", n-2)
+	case *Heartbeat:
+		n := d.arrayLen("", 1, math.MaxInt)
+		from := d.raw("From", MaxNameLen, true)
+		d.skip("", n-1)
+		if d.err == nil {
+			m.From, _, _ = pack(from, nil, nil)
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("", ErrTrailingBytes)
@@ -216,6 +223,8 @@ func newMessage(t Type) Message {
 		return new(Broadcast)
 	case TypeAckPayload:
 		return new(AckPayload)
+	case TypeHeartbeat:
+		return new(Heartbeat)
 	}
 	return nil
 }
@@ -246,6 +255,8 @@ func newSingle(t Type) []Message {
 		return single[Broadcast]()
 	case TypeAckPayload:
 		return single[AckPayload]()
+	case TypeHeartbeat:
+		return single[Heartbeat]()
 	}
 	return nil
 }
@@ -276,12 +287,13 @@ type slabs struct {
 	user     []User
 	bcast    []Broadcast
 	ackData  []AckPayload
+	beat     []Heartbeat
 }
 
 // newSlabs counts the types of the n frames ahead of d (a copy: the real
 // pass reports any error) and allocates an array for each type present.
 func newSlabs(d decoder, n int) slabs {
-	var counts [TypeAckPayload + 1]int
+	var counts [TypeHeartbeat + 1]int
 	for range n {
 		f := d.raw("", math.MaxInt, false)
 		if d.err != nil || len(f) == 0 {
@@ -303,6 +315,7 @@ func newSlabs(d decoder, n int) slabs {
 		user:     makeSlab[User](counts[TypeUser]),
 		bcast:    makeSlab[Broadcast](counts[TypeBroadcast]),
 		ackData:  makeSlab[AckPayload](counts[TypeAckPayload]),
+		beat:     makeSlab[Heartbeat](counts[TypeHeartbeat]),
 	}
 }
 
@@ -339,6 +352,8 @@ func (s *slabs) next(t Type) Message {
 		return take(&s.bcast)
 	case TypeAckPayload:
 		return take(&s.ackData)
+	case TypeHeartbeat:
+		return take(&s.beat)
 	}
 	return nil
 }

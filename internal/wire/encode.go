@@ -238,6 +238,16 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		b = appendUint(b, uint64(m.Seq))
 		return appendBin(b, m.Payload), nil
 
+	case *Heartbeat:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkLen(TypeHeartbeat, "From", len(m.From), MaxNameLen); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 1)
+		return appendString(b, m.From), nil
+
 	case nil:
 		return b, errNilMessage
 	}

@@ -82,6 +82,8 @@ func (t Type) String() string {
 		return "broadcast"
 	case TypeAckPayload:
 		return "ackPayload"
+	case TypeHeartbeat:
+		return "heartbeat"
 	}
 	return "Type(" + strconv.Itoa(int(t)) + ")"
 }

@@ -20,7 +20,7 @@ import (
 // seedPackets are the golden vectors plus a few edge shapes.
 func seedPackets(t testing.TB) [][]byte {
 	var seeds [][]byte
-	for _, g := range append(goldenCases(), protocol3Cases()...) {
+	for _, g := range allGoldenCases() {
 		seeds = append(seeds, encodeMessages(t, g.msgs))
 	}
 	for _, s := range []string{

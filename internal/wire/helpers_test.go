@@ -65,6 +65,23 @@ func protocol3Cases() []golden {
 	}
 }
 
+// protocol4Cases are the golden vectors of the kind protocol 4 added
+// (ProtocolPaired).
+func protocol4Cases() []golden {
+	return []golden{
+		{"heartbeat", []Message{&Heartbeat{From: "node-00002"}}},
+		{"heartbeat-compound", []Message{
+			&Heartbeat{From: "node-00003"},
+			&Suspect{Name: "node-00005", Incarnation: 9, From: "node-00003"},
+		}},
+	}
+}
+
+// allGoldenCases are the golden vectors of every protocol.
+func allGoldenCases() []golden {
+	return append(append(goldenCases(), protocol3Cases()...), protocol4Cases()...)
+}
+
 // encodeMessages encodes msgs as one packet the way a sender would: a plain
 // packet for one message, a compound for several.
 func encodeMessages(t testing.TB, msgs []Message) []byte {

@@ -36,11 +36,15 @@ const (
 	// ProtocolMin is the oldest protocol this version speaks.
 	ProtocolMin uint8 = 1
 	// ProtocolMax is the newest protocol this version speaks.
-	ProtocolMax uint8 = 3
+	ProtocolMax uint8 = 4
 	// ProtocolUser is the first protocol with application data: User
 	// messages, Broadcasts and AckPayloads. None is sent to a peer that
 	// announced less.
 	ProtocolUser uint8 = 3
+	// ProtocolPaired is the first protocol with paired probing:
+	// Heartbeat messages. A member pairs only while every live member it
+	// knows announced it.
+	ProtocolPaired uint8 = 4
 )
 
 // Versions is the range of protocol versions a member speaks and the range
@@ -95,6 +99,8 @@ const (
 	TypeUser       Type = 10
 	TypeBroadcast  Type = 11
 	TypeAckPayload Type = 12
+	// From ProtocolPaired on.
+	TypeHeartbeat Type = 13
 )
 
 // Limits enforced by every decoder.
@@ -231,6 +237,14 @@ type AckPayload struct {
 	Payload []byte
 }
 
+// Heartbeat is the one packet a member sends its partner of a paired round
+// instead of a ping: it asks for no answer, because the partner's own
+// Heartbeat of the round answers it. Any packet is a sign of life (Apache
+// Geode), so one packet each way checks both members.
+type Heartbeat struct {
+	From string // name of the sender
+}
+
 // Unknown stands for a message of a kind this version does not know, sent
 // by a newer peer: DecodePacket returns it in the message's place instead of
 // rejecting the packet, and the receiver skips it (and counts it).
@@ -255,4 +269,5 @@ func (*Compound) Type() Type   { return TypeCompound }
 func (*User) Type() Type       { return TypeUser }
 func (*Broadcast) Type() Type  { return TypeBroadcast }
 func (*AckPayload) Type() Type { return TypeAckPayload }
+func (*Heartbeat) Type() Type  { return TypeHeartbeat }
 func (u *Unknown) Type() Type  { return u.Kind }

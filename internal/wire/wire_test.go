@@ -39,7 +39,7 @@ var update = flag.Bool("update", false, "rewrite the golden vectors in testdata/
 const goldenDir = "../../testdata/wire"
 
 func TestGolden(t *testing.T) {
-	for _, tc := range append(goldenCases(), protocol3Cases()...) {
+	for _, tc := range allGoldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			got := encodeMessages(t, tc.msgs)
 			path := filepath.Join(goldenDir, tc.name+".hex")
@@ -109,6 +109,8 @@ func TestRoundTrip(t *testing.T) {
 		{"broadcast max", &Broadcast{Origin: name255, Epoch: math.MaxUint64, Key: strings.Repeat("k", MaxKeyLen), Payload: bytes.Repeat([]byte{1}, 60000)}},
 		{"ack payload empty", &AckPayload{}},
 		{"ack payload", &AckPayload{Seq: 1 << 31, Payload: []byte("coordinates")}},
+		{"heartbeat empty", &Heartbeat{}},
+		{"heartbeat", &Heartbeat{From: name255}},
 		{"compound empty", &Compound{}},
 		{"compound", &Compound{Frames: [][]byte{{byte(TypeAck), 0x91, 0x01}, {byte(TypeNack), 0x91, 0x02}}}},
 	}
@@ -518,6 +520,7 @@ func TestEncodedSizes(t *testing.T) {
 		{"ping (seq 1)", &Ping{Seq: 1, Target: name, From: from}, 26},
 		{"ping (seq 1000)", &Ping{Seq: 1000, Target: name, From: from}, 28},
 		{"ack (seq 1)", &Ack{Seq: 1}, 4},
+		{"heartbeat", &Heartbeat{From: from}, 14},
 		{"ack (seq 100000)", &Ack{Seq: 100000}, 8},
 		{"nack (seq 1)", &Nack{Seq: 1}, 4},
 		{"alive (inc 1, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 1, Versions: current}, 25},
@@ -583,7 +586,7 @@ func TestMsgpackCodes(t *testing.T) {
 // the library reads ours back, and we read the library's non-compact output.
 func TestMsgpackLibraryInterop(t *testing.T) {
 	var msgs []Message
-	for _, g := range append(goldenCases(), protocol3Cases()...) {
+	for _, g := range allGoldenCases() {
 		msgs = append(msgs, g.msgs...)
 	}
 	msgs = append(msgs,

@@ -1,0 +1,253 @@
+package swim
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Rumor holes. Gossip reaches every member with high probability, not
+// with certainty (SWIM §4.1): a member that loses every copy of another's
+// alive, or of its refutation, lacks it (or holds it dead) until
+// anti-entropy, which at a thousand members comes every few minutes. But
+// the member goes on hearing of the one it lacks: as the accuser of a
+// suspicion others relay, as the sender of a ping, as the target of a
+// ping-req. A packet that shows a member acting (alive now) that this one
+// holds dead or has forgotten, or that names one it never heard of, is
+// evidence of a hole, and this member asks:
+//
+//   - the member itself, when it holds an address for it (its entry in the
+//     table, or its tombstone): a TCP ping there, which carries the claim
+//     that it is dead, as a final check does, so that a member that missed
+//     its death refutes it before it answers; the reply brings the
+//     member's current alive (holePing);
+//   - otherwise, by a push-pull, the member that relayed the name, which
+//     holds it, or a random live member when a stranger named itself: the
+//     reply fills every hole this member has that the other does not
+//     (holePushPull).
+//
+// Neither contacts an address the packet chose, so a stranger can only make
+// this member contact its own members and the addresses of the members it
+// declared dead, and only at the rates below. Every ask and every refusal
+// is counted (Stats.HolePings, HolePushPulls, HoleAsksRefused).
+
+// Bounds on the asks.
+const (
+	// holePingBurst TCP pings at once, then holePingRefill per
+	// ProbeInterval: after a partition heals, many members held dead act
+	// at once, and each ask costs a connection.
+	holePingBurst  = 4
+	holePingRefill = 1
+	// holePingEvery is how often one member is asked, in ProbeIntervals: a
+	// member really dead goes on being named by old rumors for a while.
+	holePingEvery = 10
+	// holePushPullEvery is how often, in ProbeIntervals, a push-pull may
+	// ask for members never heard of: one fills every hole this member
+	// has that its peer does not, so a second is worth it only once the
+	// first's reply is in and more news came; and each carries the
+	// whole table.
+	holePushPullEvery = 10
+	// maxHoleNames bounds the members and peers remembered as asked.
+	maxHoleNames = 64
+)
+
+// holeAsks is the state of the asks.
+type holeAsks struct {
+	tokens   float64
+	tokensAt time.Time
+	// pinged: when each member was last asked by a TCP ping; pushed: when
+	// each peer was last asked by a push-pull. At most maxHoleNames each.
+	pinged map[string]time.Time
+	pushed map[netip.AddrPort]time.Time
+	// lastPushPull is when the last push-pull ask started.
+	lastPushPull time.Time
+}
+
+// holeNote is a name a packet shows acting (alive now), or names as the
+// subject of news.
+type holeNote struct {
+	name  string
+	actor bool
+}
+
+// noteNames notes, for askHoles, the names a message of the packet being
+// handled shows acting (actor) and names as the subject of news (subject),
+// either of them empty if none. Names the table holds live are the rule
+// and cost a lookup.
+func (m *Machine) noteNames(actor, subject string) {
+	if actor != "" && !m.knownLive(actor) {
+		m.addHoleNote(holeNote{name: actor, actor: true})
+	}
+	if subject != "" && !m.knownLive(subject) {
+		m.addHoleNote(holeNote{name: subject})
+	}
+}
+
+// addHoleNote notes n once per packet (its sender is often named in it
+// again, as a ping's From).
+func (m *Machine) addHoleNote(n holeNote) {
+	for _, o := range m.holeNotes {
+		if o == n {
+			return
+		}
+	}
+	m.holeNotes = append(m.holeNotes, n)
+}
+
+func (m *Machine) knownLive(name string) bool {
+	s := m.lookup(name)
+	return s != nil && s.live() || name == m.selfName
+}
+
+// askHoles asks for the names the packet from the address from noted, now
+// that it has been applied.
+func (m *Machine) askHoles(now time.Time, from netip.AddrPort) {
+	sender := m.byAddr(from)
+	for _, n := range m.holeNotes {
+		if n.actor {
+			m.noteActor(now, sender, n.name)
+		} else {
+			m.noteSubject(now, sender, n.name)
+		}
+	}
+	clear(m.holeNotes)
+	m.holeNotes = m.holeNotes[:0]
+}
+
+// noteActor handles a packet's evidence that the member called name is
+// alive now (it sent a ping or ping-req, or accused another member), from
+// the member sender (nil for a stranger) at from.
+func (m *Machine) noteActor(now time.Time, sender *memberState, name string) {
+	if name == "" || name == m.selfName || m.self.state() != StateAlive {
+		return
+	}
+	if s := m.lookup(name); s != nil {
+		// A member that left and acts again rejoined, and announced it
+		// with a new alive; only a death can be a mistake to refute.
+		if s.state() == StateDead {
+			m.holePing(now, name, m.addrOf(s), &wire.Dead{Name: name, Incarnation: s.inc(), From: m.selfName})
+		}
+		return
+	}
+	if t := m.tombByName[name]; t != nil {
+		if !t.left {
+			m.holePing(now, name, t.addr, &wire.Dead{Name: name, Incarnation: t.inc, From: m.selfName})
+		}
+		return
+	}
+	m.holePushPull(now, sender)
+}
+
+// noteSubject handles a packet from the member sender (nil for a
+// stranger) naming the member called name as the subject of news (a
+// suspicion, a death, a ping-req's target): a member never heard of is a
+// hole; one held dead or forgotten is news this member has already taken
+// into account (the precedence rule and the tombstones decide).
+func (m *Machine) noteSubject(now time.Time, sender *memberState, name string) {
+	if name == "" || name == m.selfName || m.self.state() != StateAlive {
+		return
+	}
+	if m.lookup(name) != nil || m.tombByName[name] != nil {
+		return
+	}
+	m.holePushPull(now, sender)
+}
+
+// holePing asks the member called name, at addr, for its alive by a TCP
+// ping carrying claim (that it is dead or left), within the bounds.
+func (m *Machine) holePing(now time.Time, name string, addr netip.AddrPort, claim *wire.Dead) {
+	h := &m.holes
+	if at, ok := h.pinged[name]; ok && now.Sub(at) < holePingEvery*m.cfg.ProbeInterval {
+		return // asked already; not a refusal: the ask is in flight or done
+	}
+	if !m.holeToken(now) || !remember(h.pinged, name, now, holePingEvery*m.cfg.ProbeInterval) {
+		m.stats.HoleAsksRefused++
+		return
+	}
+	ping, err := wire.AppendFrame(nil, &wire.Ping{Seq: m.nextSeq(), Target: name, From: m.selfName})
+	if err != nil {
+		m.stats.EncodeErrors++
+		return
+	}
+	frames := [][]byte{ping}
+	if f, err := wire.AppendFrame(nil, claim); err == nil {
+		frames = append(frames, f)
+	}
+	m.stats.HolePings++
+	m.stats.TCPPings++
+	m.startStream(now, addr, streamPing, wire.AppendCompound(nil, frames), m.cfg.ProbeInterval)
+}
+
+// holeToken takes a token of the TCP pings' bucket, if there is one.
+func (m *Machine) holeToken(now time.Time) bool {
+	h := &m.holes
+	if h.tokensAt.IsZero() {
+		h.tokens, h.tokensAt = holePingBurst, now
+	}
+	if el := now.Sub(h.tokensAt); el > 0 {
+		h.tokens = min(holePingBurst, h.tokens+holePingRefill*float64(el)/float64(m.cfg.ProbeInterval))
+		h.tokensAt = now
+	}
+	if h.tokens < 1 {
+		return false
+	}
+	h.tokens--
+	return true
+}
+
+// holePushPull starts a push-pull with the live member sender, or with a
+// random live member if sender is nil, within the bounds: one per
+// holePushPullEvery ProbeIntervals in all, and the same peer at most once
+// per push-pull interval.
+func (m *Machine) holePushPull(now time.Time, sender *memberState) {
+	h := &m.holes
+	if m.cfg.PushPullInterval <= 0 || m.tableSize() >= m.cfg.MaxMembers {
+		// Without anti-entropy a member expects holes; with a full table
+		// it cannot fill them.
+		return
+	}
+	if !h.lastPushPull.IsZero() && now.Sub(h.lastPushPull) < holePushPullEvery*m.cfg.ProbeInterval {
+		m.stats.HoleAsksRefused++
+		return
+	}
+	if sender == nil || !sender.live() || sender == m.self {
+		peers := m.randomLive(1, nil)
+		if len(peers) == 0 {
+			return
+		}
+		sender = peers[0]
+	}
+	addr := m.addrOf(sender)
+	iv := m.pushPullInterval()
+	if at, ok := h.pushed[addr]; ok && now.Sub(at) < iv {
+		m.stats.HoleAsksRefused++
+		return
+	}
+	if !remember(h.pushed, addr, now, iv) {
+		m.stats.HoleAsksRefused++
+		return
+	}
+	if _, ok := m.startPushPull(now, addr, streamPushPull); ok {
+		h.lastPushPull = now
+		m.stats.HolePushPulls++
+	}
+}
+
+// remember records key as asked at now in seen, first forgetting the
+// entries older than keep when seen holds maxHoleNames; it reports false if
+// there is no room even then.
+func remember[K comparable](seen map[K]time.Time, key K, now time.Time, keep time.Duration) bool {
+	if len(seen) >= maxHoleNames {
+		for k, at := range seen {
+			if now.Sub(at) >= keep {
+				delete(seen, k)
+			}
+		}
+		if len(seen) >= maxHoleNames {
+			return false
+		}
+	}
+	seen[key] = now
+	return true
+}

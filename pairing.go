@@ -1,0 +1,288 @@
+package swim
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Paired probing. Under aligned probing (probe.go) every member is probed
+// once a round, and each probe is a ping and an ack: two packets per member
+// per round, and on a LAN the kernel's work per packet is most of what a
+// member costs. Pairing halves that. In each round the ring is split into
+// pairs, and the two members of a pair send each other one Heartbeat each,
+// at their own phases within the round: the Heartbeat a member receives is
+// the answer to the one it sends, since any packet from a member is a sign
+// of life (Apache Geode). Each member is still checked once a round, by
+// its partner, at the same phase as under aligned probing, so the time to
+// the first check of a crashed member (at most one ProbeInterval) and the
+// rest of detection are unchanged.
+//
+// A member whose partner has not been heard from by half a ProbeTimeout
+// after the partner's phase probes it itself: the direct ping goes out
+// then, and the probe runs on exactly as one started at the partner's
+// phase would (the indirect phase at ProbeTimeout, the verdict at
+// ProbeInterval, the suspicion timed from that phase; SWIM §3.1, Lifeguard
+// §IV-A). So a lost Heartbeat costs one ping and its ack, views that
+// disagree on the ring cost a ping where a Heartbeat went elsewhere, and
+// nothing is ever checked less than by a probe. Clocks skewed by more than
+// that half timeout make every check fall back to a probe: the cost of
+// aligned probing, never a missed check.
+//
+// The pairs are the rounds of a round-robin tournament by the circle
+// method: with M the ring's size made odd (N, or N-1 with the last member
+// of the ring as the fixed one), round r pairs positions i and j with
+// i+j ≡ r (mod M); the position with 2i ≡ r is paired with the fixed member
+// when N is even. In M consecutive rounds each member meets every other
+// once, so the members that confirm a suspicion (Lifeguard §IV-B) are
+// different ones round after round, as under aligned probing. When N is
+// odd that position is the round's odd one out, and the member after it on
+// the ring takes it as a second partner: one Heartbeat more for the round,
+// and no member goes unchecked.
+//
+// A member that hears from no member for two rounds sends no Heartbeats:
+// a Heartbeat says "I am here", not "I can hear you", and a member that
+// cannot receive should be probed and judged as under probing, where alive
+// means answering (over TCP if that is all that reaches it).
+//
+// Lifeguard §IV-A: an unhealthy member waits longer (the deadlines scale
+// with its health score) and checks its partner only every health score
+// plus one rounds, but it sends its Heartbeats every round, since not
+// sending them would only make its partners probe it. A ping to a partner
+// held suspect carries the suspicion (buddy system, §IV-C), and so does a
+// Heartbeat.
+//
+// Heartbeats exist from protocol 4 (wire.ProtocolPaired) on. A member pairs
+// only while every live member it knows announced that protocol; otherwise
+// it probes as aligned probing does, so a cluster being upgraded one
+// process at a time probes as before until its last old member is gone.
+// It also probes for two rounds after its ring changed, while the rings of
+// the others are likely to disagree with it (stableRoundsToPair).
+
+// paired reports whether this member pairs in its rounds now.
+func (m *Machine) paired() bool {
+	return m.cfg.PairedProbing && m.cfg.AlignedProbing && m.cfg.AnyTrafficHeartbeat &&
+		len(m.unpaired) == 0 && m.stableRounds >= stableRoundsToPair
+}
+
+// stableRoundsToPair is how many rounds the ring must stay as it is before
+// a member pairs. While the ring changes (a boot, a join storm, a mass
+// failure) the members' rings disagree, a Heartbeat goes to a member that
+// does not expect it and its expected partner falls back to a probe: three
+// packets where aligned probing, which only probes someone twice when
+// views disagree, sends two, on a cluster that is busy already.
+const stableRoundsToPair = 2
+
+// noteRound counts the rounds since the ring last changed. Whichever of
+// probing and pairing is running calls it when its round's work is due,
+// so the mode changes only there; a round is counted once however many
+// times it is called in it.
+func (m *Machine) noteRound(now time.Time) {
+	if m.ring.mods != m.ringModsSeen {
+		m.ringModsSeen, m.stableRounds, m.roundNoted = m.ring.mods, 0, m.roundOf(now)
+		return
+	}
+	if r := m.roundOf(now); r > m.roundNoted && m.stableRounds < stableRoundsToPair {
+		m.stableRounds++
+		m.roundNoted = r
+	}
+}
+
+// pairCapable reports whether s announced the protocol with Heartbeats.
+func (m *Machine) pairCapable(s *memberState) bool {
+	return m.versionsOf(s).Effective().ProtocolMax >= wire.ProtocolPaired
+}
+
+// notePairing records whether s, a member on the ring, can pair.
+func (m *Machine) notePairing(s *memberState) {
+	if m.pairCapable(s) {
+		delete(m.unpaired, s.id)
+	} else {
+		m.unpaired[s.id] = struct{}{}
+	}
+}
+
+// pairPartners appends to buf the members this one is paired with in round
+// r: none (alone), one, or two (the round's odd one out as a second).
+func (m *Machine) pairPartners(r int64, buf []*memberState) []*memberState {
+	pos := m.ringSelfPos()
+	if pos < 0 {
+		return buf
+	}
+	first, second := pairPositions(m.ring.len(), pos, r)
+	for _, p := range [2]int{first, second} {
+		if p < 0 {
+			continue
+		}
+		if s := m.entry(m.ring.at(p)); s != nil && s != m.self {
+			buf = append(buf, s)
+		}
+	}
+	return buf
+}
+
+// pairPositions returns the ring positions paired with position pos of n in
+// round r, -1 for none: the circle method over M = n (odd) or n-1 (even)
+// positions, i paired with j where i+j ≡ r (mod M). The one position with
+// 2i ≡ r is paired with position n-1 when n is even; when n is odd it is
+// the odd one out, and position i+1 takes it as a second partner.
+func pairPositions(n, pos int, r int64) (first, second int) {
+	if n < 2 || pos < 0 || pos >= n {
+		return -1, -1
+	}
+	modulus := n
+	if n%2 == 0 {
+		modulus = n - 1
+	}
+	c := int(uint64(r) % uint64(modulus))
+	// M is odd, so halving mod M is multiplying by (M+1)/2.
+	fixedPoint := int(uint64(c) * uint64((modulus+1)/2) % uint64(modulus))
+	switch {
+	case n%2 == 0 && pos == modulus:
+		return fixedPoint, -1
+	case pos == fixedPoint && n%2 == 0:
+		return modulus, -1
+	case pos == fixedPoint:
+		return (pos + 1) % n, -1
+	case n%2 == 1 && pos == (fixedPoint+1)%n:
+		return (c - pos + modulus) % modulus, fixedPoint
+	}
+	return (c - pos + modulus) % modulus, -1
+}
+
+// ringSelfPos is this member's index in the ring, -1 if it is not on it.
+func (m *Machine) ringSelfPos() int {
+	if m.selfPosAt != m.ring.mods+1 {
+		// Views change rarely next to how often we probe.
+		m.selfPos, m.selfPosAt = m.ring.index(m.ringOrder(), m.self.id), m.ring.mods+1
+	}
+	return m.selfPos
+}
+
+// isPartner reports whether s is paired with this member in round r.
+func (m *Machine) isPartner(r int64, s *memberState) bool {
+	var buf [2]*memberState
+	for _, p := range m.pairPartners(r, buf[:0]) {
+		if p == s {
+			return true
+		}
+	}
+	return false
+}
+
+// scheduleHeartbeats starts the paired rounds at now: the Heartbeat of the
+// current round if its phase is still ahead, else of the next one.
+func (m *Machine) scheduleHeartbeats(now time.Time) {
+	m.beatRound = m.roundOf(now)
+	if !m.roundTime(m.beatRound, m.self).After(now) {
+		m.beatRound++
+	}
+	m.nextBeat = m.roundTime(m.beatRound, m.self)
+	m.planChecks(m.beatRound)
+}
+
+// tickHeartbeat sends this round's Heartbeats (timerHeartbeat) and plans
+// the checks of the next round: every check of a round is due after its
+// start, and the Heartbeat of the round before comes before that.
+func (m *Machine) tickHeartbeat(now time.Time) {
+	if now.Before(m.nextBeat) {
+		return
+	}
+	if m.noteRound(now); !m.paired() {
+		return // the ring changed: probing takes over (wanted)
+	}
+	if m.roundOf(now) > m.beatRound {
+		// We were not running for the rest of the round (a pause), or
+		// pairing has just begun: start again from now.
+		m.scheduleHeartbeats(now)
+		if now.Before(m.nextBeat) {
+			return
+		}
+	}
+	var buf [2]*memberState
+	partners := m.pairPartners(m.beatRound, buf[:0])
+	if len(partners) > 0 && !m.heardAnyoneSince(now.Add(-deafRounds*m.cfg.ProbeInterval)) {
+		// We hear no one: our Heartbeats would say we are alive while
+		// we cannot hear a ping, a suspicion or a refutation's cause.
+		// Silent, we are probed instead, and alive is what it meant
+		// under probing: we answer (over TCP, if that is all that
+		// reaches us).
+		m.stats.HeartbeatsWithheld += uint64(len(partners))
+		partners = partners[:0]
+	}
+	for _, p := range partners {
+		m.stats.HeartbeatsSent++
+		hb := &wire.Heartbeat{From: m.selfName}
+		if sp := m.suspicionOf(p); sp != nil && m.cfg.BuddyPing {
+			m.sendWith(m.addrOf(p), hb, sp)
+		} else {
+			m.send(m.addrOf(p), hb)
+		}
+	}
+	m.beatRound++
+	m.nextBeat = m.roundTime(m.beatRound, m.self)
+	m.planChecks(m.beatRound)
+}
+
+// deafRounds is how many rounds a member may hear nothing from any member
+// and still send Heartbeats: two, so that one lost Heartbeat in a cluster
+// of two does not silence a member.
+const deafRounds = 2
+
+// heardAnyoneSince reports whether a packet from any member arrived at or
+// after t.
+func (m *Machine) heardAnyoneSince(t time.Time) bool {
+	return !m.lastHeardAny.IsZero() && !m.lastHeardAny.Before(t)
+}
+
+// planChecks arms the checks of this member's partners in round r, unless
+// local health skips the round (Lifeguard §IV-A).
+func (m *Machine) planChecks(r int64) {
+	if !m.paired() || r < m.checkRound {
+		return
+	}
+	m.checkRound = r + int64(m.health) + 1
+	var buf [2]*memberState
+	for _, p := range m.pairPartners(r, buf[:0]) {
+		m.after(m.checkDue(r, p), timerPairCheck, uint64(p.id), uint64(r), "")
+	}
+}
+
+// checkDue is when p's Heartbeat of round r must have arrived: half a
+// ProbeTimeout (scaled by our health) after its phase, which leaves the
+// other half for the direct ping that follows if it has not.
+func (m *Machine) checkDue(r int64, p *memberState) time.Time {
+	return m.roundTime(r, p).Add(m.scaled(m.cfg.ProbeTimeout) / 2)
+}
+
+// checkPartner judges member id's Heartbeat of round r (timerPairCheck):
+// heard from since half a round before its phase, it is alive; otherwise
+// it is probed, as from its phase.
+func (m *Machine) checkPartner(now time.Time, id uint32, r int64) {
+	s := m.entry(id)
+	if s == nil || !s.live() || m.self.state() != StateAlive || !m.paired() || !m.isPartner(r, s) {
+		// Gone, or no longer our partner: the view changed since the
+		// check was planned, and the member's partner now checks it.
+		return
+	}
+	phase := m.roundTime(r, s)
+	if m.heardSince(s, phase.Add(-m.cfg.ProbeInterval/2)) {
+		m.stats.PairChecks++
+		m.adjustHealth(-1)
+		return
+	}
+	m.stats.PairFallbacks++
+	m.startProbe(s, phase)
+}
+
+// handleHeartbeat takes a partner's Heartbeat. Its work, marking the
+// sender heard, is done for every packet (HandlePacket); here only a
+// Heartbeat in this member's own name matters: a second process named
+// alike (admission.go).
+func (m *Machine) handleHeartbeat(now time.Time, from netip.AddrPort, hb *wire.Heartbeat) {
+	m.stats.HeartbeatsReceived++
+	if hb.From == m.selfName && m.self.state() == StateAlive {
+		m.checkConflict(now, from)
+	}
+}
