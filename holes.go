@@ -72,14 +72,15 @@ type holeNote struct {
 }
 
 // noteNames notes, for askHoles, the names a message of the packet being
-// handled shows acting (actor) and names as the subject of news (subject),
-// either of them empty if none. Names the table holds live are the rule
-// and cost a lookup.
-func (m *Machine) noteNames(actor, subject string) {
-	if actor != "" && !m.knownLive(actor) {
+// handled, from the member sender (nil for a stranger), shows acting
+// (actor) and names as the subject of news (subject), either of them empty
+// if none. Names the table holds live are the rule; the commonest, the
+// sender's own (a ping's From, an accusation it raised), costs no lookup.
+func (m *Machine) noteNames(sender *memberState, actor, subject string) {
+	if actor != "" && !m.knownLive(sender, actor) {
 		m.addHoleNote(holeNote{name: actor, actor: true})
 	}
-	if subject != "" && !m.knownLive(subject) {
+	if subject != "" && !m.knownLive(sender, subject) {
 		m.addHoleNote(holeNote{name: subject})
 	}
 }
@@ -95,9 +96,14 @@ func (m *Machine) addHoleNote(n holeNote) {
 	m.holeNotes = append(m.holeNotes, n)
 }
 
-func (m *Machine) knownLive(name string) bool {
+// knownLive reports whether the table holds the member called name live
+// (this member included), sender being the packet's (nil for a stranger).
+func (m *Machine) knownLive(sender *memberState, name string) bool {
+	if sender != nil && sender.live() && m.nameOf(sender) == name || name == m.selfName {
+		return true
+	}
 	s := m.lookup(name)
-	return s != nil && s.live() || name == m.selfName
+	return s != nil && s.live()
 }
 
 // askHoles asks for the names the packet from the address from noted, now
