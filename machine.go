@@ -392,7 +392,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		m.markHeard(sender, now)
 		if sender.state() == StateDead {
 			// And one we declared dead is alive after all (holes.go).
-			m.addHoleNote(holeNote{name: m.nameOf(sender), actor: true})
+			m.addHoleNote(holeNote{actor: true, entry: sender})
 		}
 	}
 	// Deltas first, answers and requests last: a ping that carries a
