@@ -412,8 +412,10 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		case *wire.Alive:
 			m.handleAlive(now, msg, mergeGossip)
 		case *wire.Suspect:
-			m.handleSuspect(now, msg)
-			m.noteNames(sender, msg.From, msg.Name)
+			if m.handleSuspect(now, msg) {
+				m.addHoleNote(holeNote{name: msg.Name})
+			}
+			m.noteNames(sender, msg.From, "")
 		case *wire.Dead:
 			m.handleDead(now, msg)
 			if !msg.Left {
