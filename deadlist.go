@@ -9,14 +9,18 @@ import "time"
 // plain slice that is a search and a shift, O(N) for each such packet
 // after a mass failure. Here each member's slot is indexed by its id, a
 // removal leaves a hole that the walks skip, and the slots are compacted
-// once the holes outnumber the members (or the reaped slots before head
-// the rest), so that every operation is O(1) amortised.
+// before the holes and the reaped slots outnumber the members (tidy), so
+// that every operation is O(1) amortised.
 type deadList struct {
-	slots  []deadEntry
-	head   int            // the slots before it were reaped
-	slot   map[uint32]int // each member's index in slots; nil while empty
-	n      int            // members in the list
-	failed int            // of them declared dead, not left: reconnect targets
+	slots []deadEntry
+	head  int // the slots before it were reaped
+	// slot is each member's index in slots, -1 once it left the list: a
+	// member that dies and comes back again and again updates its entry
+	// instead of deleting and adding one, which would make the map
+	// rehash; compact rebuilds it without the -1s. Nil while empty.
+	slot   map[uint32]int32
+	n      int // members in the list
+	failed int // of them declared dead, not left: reconnect targets
 }
 
 // deadEntry is a member in the dead list and when it died.
@@ -39,9 +43,9 @@ func (d *deadList) len() int { return d.n }
 // member must not be in the list.
 func (d *deadList) push(id uint32, since time.Time, failed bool) {
 	if d.slot == nil {
-		d.slot = make(map[uint32]int)
+		d.slot = make(map[uint32]int32)
 	}
-	d.slot[id] = len(d.slots)
+	d.slot[id] = int32(len(d.slots))
 	d.slots = append(d.slots, deadEntry{id: id, since: since, failed: failed})
 	d.n++
 	if failed {
@@ -53,22 +57,17 @@ func (d *deadList) push(id uint32, since time.Time, failed bool) {
 // false if the member was not in it.
 func (d *deadList) remove(id uint32) bool {
 	i, ok := d.slot[id]
-	if !ok {
+	if !ok || i < 0 {
 		return false
 	}
-	delete(d.slot, id)
+	d.slot[id] = -1
 	e := &d.slots[i]
 	e.hole = true
 	d.n--
 	if e.failed {
 		d.failed--
 	}
-	if holes := len(d.slots) - d.head - d.n; holes >= compactMin && holes > d.n {
-		d.compact()
-	}
-	if d.n == 0 {
-		d.reset()
-	}
+	d.tidy()
 	return true
 }
 
@@ -85,24 +84,41 @@ func (d *deadList) oldest() (deadEntry, bool) {
 func (d *deadList) popOldest() deadEntry {
 	d.skipHoles()
 	e := d.slots[d.head]
-	delete(d.slot, e.id)
+	d.slot[e.id] = -1
 	d.head++
 	d.n--
 	if e.failed {
 		d.failed--
 	}
-	switch {
-	case d.n == 0:
-		d.reset()
-	case d.head >= compactMin && d.head > len(d.slots)/2:
-		d.compact()
-	}
+	d.tidy()
 	return e
 }
 
+// skipHoles moves head past the holes at the front, so that the oldest
+// entry is at head.
 func (d *deadList) skipHoles() {
+	moved := false
 	for d.head < len(d.slots) && d.slots[d.head].hole {
 		d.head++
+		moved = true
+	}
+	if moved {
+		d.tidy()
+	}
+}
+
+// tidy compacts the slots once the holes after head outnumber the members,
+// or the slots before head (reaped, or holes skipped) are more than half
+// the array, and empties an empty list: so the array never holds more
+// than about four slots per member.
+func (d *deadList) tidy() {
+	holes := len(d.slots) - d.head - d.n
+	switch {
+	case d.n == 0:
+		d.reset()
+	case holes >= compactMin && holes > d.n,
+		d.head >= compactMin && d.head > len(d.slots)/2:
+		d.compact()
 	}
 }
 
@@ -125,17 +141,24 @@ func (d *deadList) at(i int) (deadEntry, bool) {
 	return e, !e.hole
 }
 
-// compact drops the holes and the reaped slots, into a new array sized for
-// the members, so that a list that held a mass failure gives its memory
-// back.
+// compact drops the holes and the reaped slots, moving the entries to the
+// front of the array, and rebuilds the index. Between two compactions the
+// array holds up to about twice the entries; one eight times larger (a
+// mass failure being reaped) is replaced by one of twice their size, so
+// the list gives its memory back without growing again at once.
 func (d *deadList) compact() {
-	slots := make([]deadEntry, 0, d.n)
+	slots := d.slots[:0]
+	if cap(d.slots) > 8*max(d.n, compactMin) {
+		slots = make([]deadEntry, 0, 2*d.n)
+	}
+	d.slot = make(map[uint32]int32, d.n)
 	for _, e := range d.slots[d.head:] {
 		if !e.hole {
-			d.slot[e.id] = len(slots)
+			d.slot[e.id] = int32(len(slots))
 			slots = append(slots, e)
 		}
 	}
+	clear(d.slots[len(slots):])
 	d.slots, d.head = slots, 0
 }
 

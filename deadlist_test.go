@@ -78,8 +78,8 @@ func BenchmarkPacketAfterMassLeave(b *testing.B) {
 }
 
 // massFailure is a Machine with the LAN defaults (and the partition
-// alarm on) in a table of n peers, of which every (100/share)-th has just
-// crashed: three live members accuse each (enough confirmations for the
+// alarm on) in a table of n peers, of which share% (spread evenly) have
+// just crashed: three live members accuse each (enough confirmations for the
 // shortest suspicion timeout), and the Machine is driven, the live peers
 // answering its probes, until phase: "suspect", one second after the
 // accusations, or "dead", once its final checks declared them all dead.
@@ -98,7 +98,7 @@ func massFailure(tb testing.TB, n, share int, phase string, tweak func(*Config))
 	h.run(h.now.Add(2*time.Second), nil)
 	silent := map[netip.AddrPort]bool{}
 	for i := 1; i <= n; i++ {
-		if share > 0 && i%(100/share) == 0 {
+		if spread(i, share) {
 			failed = append(failed, i)
 			silent[mtPeerAddr(i)] = true
 		} else {
@@ -129,8 +129,23 @@ func massFailure(tb testing.TB, n, share int, phase string, tweak func(*Config))
 	return h, failed, live
 }
 
+// spread picks share% of the peers, evenly: peer i is picked when the
+// share of the first i peers reaches a new whole member (every tenth for
+// 10%).
+func spread(i, share int) bool { return i*share/100 != (i-1)*share/100 }
+
+// shares are the failure shares benchmarked at n members: at the largest
+// also 30%, where a cost linear in the dead stands out of the rest.
+func shares(n int) []int {
+	if n == 4096 {
+		return []int{10, 30}
+	}
+	return []int{10}
+}
+
 // BenchmarkPacketAfterMassFailure is the cost of the packets that follow
-// a crash of 10% of n members at once, and of NextDeadline after each
+// a crash of 10% of n members at once (and 30% of the largest n), and of
+// NextDeadline after each
 // (the work of every packet), against the same table with no failure:
 //
 //   - failed=0%: a ping carrying an alive already known, the steady
@@ -151,8 +166,10 @@ func massFailure(tb testing.TB, n, share int, phase string, tweak func(*Config))
 func BenchmarkPacketAfterMassFailure(b *testing.B) {
 	for _, n := range []int{1024, 2048, 4096} {
 		b.Run(fmt.Sprintf("n=%d/failed=0%%", n), func(b *testing.B) { benchMassFailure(b, n, 0, "suspect") })
-		for _, phase := range []string{"suspect", "dead", "comeback", "comeback-rr", "restart"} {
-			b.Run(fmt.Sprintf("n=%d/failed=10%%/%s", n, phase), func(b *testing.B) { benchMassFailure(b, n, 10, phase) })
+		for _, share := range shares(n) {
+			for _, phase := range []string{"suspect", "dead", "comeback", "comeback-rr", "restart"} {
+				b.Run(fmt.Sprintf("n=%d/failed=%d%%/%s", n, share, phase), func(b *testing.B) { benchMassFailure(b, n, share, phase) })
+			}
 		}
 	}
 }
@@ -273,14 +290,15 @@ func (h *mt) ackLeaveCheck(b *testing.B, i int) {
 }
 
 // BenchmarkPacketDuringMassLeave is the cost of one packet and
-// NextDeadline while 10% of n members are leaving at once: each announced
+// NextDeadline while 10% of n members (and 30% of the largest n) are
+// leaving at once: each announced
 // its leave, and the leave checks (a ping to the member, which must
 // answer without refuting) are in flight. Each packet is a ping carrying
 // one of those leaves, heard again from a live member. failed=0% is the
 // same ping with an alive already known.
 func BenchmarkPacketDuringMassLeave(b *testing.B) {
 	for _, n := range []int{1024, 2048, 4096} {
-		for _, share := range []int{0, 10} {
+		for _, share := range append([]int{0}, shares(n)...) {
 			b.Run(fmt.Sprintf("n=%d/leaving=%d%%", n, share), func(b *testing.B) {
 				t := &testing.T{}
 				cfg := DefaultLANConfig()
@@ -291,7 +309,7 @@ func BenchmarkPacketDuringMassLeave(b *testing.B) {
 				h.run(h.now.Add(2*time.Second), nil)
 				var leaving, live []int
 				for i := 1; i <= n; i++ {
-					if share > 0 && i%(100/share) == 0 {
+					if spread(i, share) {
 						leaving = append(leaving, i)
 						h.feed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: 2, From: mtPeer(i), Left: true})
 					} else {

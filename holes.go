@@ -65,21 +65,24 @@ type holeAsks struct {
 }
 
 // holeNote is a name a packet shows acting (alive now), or names as the
-// subject of news.
+// subject of news; entry is set for the packet's sender held dead, whose
+// entry needs no lookup.
 type holeNote struct {
 	name  string
 	actor bool
+	entry *memberState
 }
 
 // noteNames notes, for askHoles, the names a message of the packet being
-// handled shows acting (actor) and names as the subject of news (subject),
-// either of them empty if none. Names the table holds live are the rule
-// and cost a lookup.
-func (m *Machine) noteNames(actor, subject string) {
-	if actor != "" && !m.knownLive(actor) {
+// handled, from the member sender (nil for a stranger), shows acting
+// (actor) and names as the subject of news (subject), either of them empty
+// if none. Names the table holds live are the rule; the commonest, the
+// sender's own (a ping's From, an accusation it raised), costs no lookup.
+func (m *Machine) noteNames(sender *memberState, actor, subject string) {
+	if actor != "" && !m.knownLive(sender, actor) {
 		m.addHoleNote(holeNote{name: actor, actor: true})
 	}
-	if subject != "" && !m.knownLive(subject) {
+	if subject != "" && !m.knownLive(sender, subject) {
 		m.addHoleNote(holeNote{name: subject})
 	}
 }
@@ -95,39 +98,44 @@ func (m *Machine) addHoleNote(n holeNote) {
 	m.holeNotes = append(m.holeNotes, n)
 }
 
-func (m *Machine) knownLive(name string) bool {
+// knownLive reports whether the table holds the member called name live
+// (this member included), sender being the packet's (nil for a stranger).
+func (m *Machine) knownLive(sender *memberState, name string) bool {
+	if sender != nil && sender.live() && m.nameOf(sender) == name || name == m.selfName {
+		return true
+	}
 	s := m.lookup(name)
-	return s != nil && s.live() || name == m.selfName
+	return s != nil && s.live()
 }
 
 // askHoles asks for the names the packet from the address from noted, now
 // that it has been applied.
 func (m *Machine) askHoles(now time.Time, from netip.AddrPort) {
-	sender := m.byAddr(from)
 	for _, n := range m.holeNotes {
-		if n.actor {
-			m.noteActor(now, sender, n.name)
-		} else {
-			m.noteSubject(now, sender, n.name)
+		switch {
+		case n.entry != nil:
+			// The sender, held dead when its packet came: still so
+			// unless the packet carried its refutation.
+			m.askDead(now, n.entry)
+		case n.actor:
+			m.noteActor(now, from, n.name)
+		default:
+			m.noteSubject(now, from, n.name)
 		}
 	}
 	clear(m.holeNotes)
 	m.holeNotes = m.holeNotes[:0]
 }
 
-// noteActor handles a packet's evidence that the member called name is
-// alive now (it sent a ping or ping-req, or accused another member), from
-// the member sender (nil for a stranger) at from.
-func (m *Machine) noteActor(now time.Time, sender *memberState, name string) {
+// noteActor handles evidence, in a packet from the address from, that the
+// member called name is alive now (it sent a ping or ping-req, or accused
+// another member).
+func (m *Machine) noteActor(now time.Time, from netip.AddrPort, name string) {
 	if name == "" || name == m.selfName || m.self.state() != StateAlive {
 		return
 	}
 	if s := m.lookup(name); s != nil {
-		// A member that left and acts again rejoined, and announced it
-		// with a new alive; only a death can be a mistake to refute.
-		if s.state() == StateDead {
-			m.holePing(now, name, m.addrOf(s), &wire.Dead{Name: name, Incarnation: s.inc(), From: m.selfName})
-		}
+		m.askDead(now, s)
 		return
 	}
 	if t := m.tombByName[name]; t != nil {
@@ -136,22 +144,33 @@ func (m *Machine) noteActor(now time.Time, sender *memberState, name string) {
 		}
 		return
 	}
-	m.holePushPull(now, sender)
+	m.holePushPull(now, m.byAddr(from))
 }
 
-// noteSubject handles a packet from the member sender (nil for a
-// stranger) naming the member called name as the subject of news (a
-// suspicion, a death, a ping-req's target): a member never heard of is a
-// hole; one held dead or forgotten is news this member has already taken
-// into account (the precedence rule and the tombstones decide).
-func (m *Machine) noteSubject(now time.Time, sender *memberState, name string) {
+// askDead asks the member s, which a packet showed acting, for its alive if
+// it is held dead. A member that left and acts again rejoined, and
+// announced it with a new alive: only a death can be a mistake to refute.
+func (m *Machine) askDead(now time.Time, s *memberState) {
+	if s.state() != StateDead || m.self.state() != StateAlive {
+		return
+	}
+	name := m.nameOf(s)
+	m.holePing(now, name, m.addrOf(s), &wire.Dead{Name: name, Incarnation: s.inc(), From: m.selfName})
+}
+
+// noteSubject handles a packet from the address from naming the member
+// called name as the subject of news (a suspicion, a ping-req's target): a
+// member never heard of is a hole; one held dead or forgotten is news this
+// member has already taken into account (the precedence rule and the
+// tombstones decide).
+func (m *Machine) noteSubject(now time.Time, from netip.AddrPort, name string) {
 	if name == "" || name == m.selfName || m.self.state() != StateAlive {
 		return
 	}
 	if m.lookup(name) != nil || m.tombByName[name] != nil {
 		return
 	}
-	m.holePushPull(now, sender)
+	m.holePushPull(now, m.byAddr(from))
 }
 
 // holePing asks the member called name, at addr, for its alive by a TCP

@@ -133,13 +133,21 @@ func requireDeadList(t *testing.T, d *deadList, model []deadEntry) {
 			failed++
 		}
 	}
-	require.Len(t, d.slot, len(model))
+	indexed := 0
+	for _, i := range d.slot {
+		if i >= 0 {
+			indexed++
+		}
+	}
+	require.Equal(t, len(model), indexed, "members indexed")
+	require.LessOrEqual(t, len(d.slot), len(d.slots), "the index keeps members that left since the slots were compacted, no more")
 	require.Equal(t, failed, d.failed)
 	oldest, ok := d.oldest()
 	require.True(t, ok)
 	require.Equal(t, model[0], oldest)
 	holes := d.slotCount() - d.len()
 	require.LessOrEqual(t, holes, max(d.len(), compactMin), "holes are not compacted")
+	require.LessOrEqual(t, len(d.slots), 4*max(d.len(), compactMin), "reaped slots and holes are not compacted")
 	live := 0
 	for i := range d.slotCount() {
 		if _, ok := d.at(i); ok {
@@ -149,18 +157,26 @@ func requireDeadList(t *testing.T, d *deadList, model []deadEntry) {
 	require.Equal(t, d.len(), live)
 }
 
-// TestDeadListAgainstModel runs random pushes, removals from anywhere and
-// reaps of the oldest against a plain slice.
+// TestDeadListAgainstModel runs random pushes, removals from anywhere,
+// reaps of the oldest and comebacks of the oldest against a plain slice.
 func TestDeadListAgainstModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var d deadList
 	var model []deadEntry
 	in := map[uint32]bool{}
 	now := mtStart
-	for step := range 20000 {
+	for step := range 25000 {
 		now = now.Add(time.Millisecond)
 		// Bursts: a mass failure, then comebacks, then reaps.
-		switch phase := step / 1000 % 4; {
+		switch phase := step / 1000 % 5; {
+		case phase == 4 && len(model) > 0:
+			// The oldest comes back and dies again, over and over: it
+			// leaves the front and re-enters at the back.
+			e := model[0]
+			require.True(t, d.remove(e.id))
+			e.since = now
+			d.push(e.id, e.since, e.failed)
+			model = append(model[1:], e)
 		case phase == 0 || rng.IntN(4) == 0:
 			id := uint32(rng.IntN(3000))
 			if in[id] {
@@ -190,6 +206,9 @@ func TestDeadListAgainstModel(t *testing.T) {
 		if step%97 == 0 || len(model) < 3 {
 			requireDeadList(t, &d, model)
 		}
+		// What the Machine does after every change: find the oldest to
+		// arm the reap timer.
+		d.oldest()
 	}
 	for len(model) > 0 {
 		require.Equal(t, model[0], d.popOldest())

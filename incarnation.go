@@ -204,19 +204,24 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 	}
 }
 
-// handleSuspect applies a suspect delta.
-func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
+// handleSuspect applies a suspect delta. It reports whether the suspect
+// is a member never heard of (neither in the table nor a tombstone): a
+// hole, if the delta came in a packet (holes.go).
+func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) (unknown bool) {
 	if d.Name == m.selfName {
 		m.selfAccused(now, d.Incarnation)
-		return
+		return false
 	}
 	s := m.lookup(d.Name)
 	if s != nil && s.state() == StateAlive && d.Incarnation < s.inc() {
 		m.answerStale(s)
-		return
+		return false
 	}
-	if s == nil || precedence(s.state(), s.inc(), StateSuspect, d.Incarnation) == stale || !m.plausible(s, d.Incarnation) {
-		return
+	if s == nil {
+		return m.tombByName[d.Name] == nil
+	}
+	if precedence(s.state(), s.inc(), StateSuspect, d.Incarnation) == stale || !m.plausible(s, d.Incarnation) {
+		return false
 	}
 	// Anchor where the accuser did (Geode: at the last moment the member
 	// was known alive, not when the news arrived), so that all members
@@ -225,6 +230,7 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) {
 	_, hi := m.suspicionBounds()
 	silence := min(time.Duration(d.Silence)*time.Millisecond, hi)
 	m.suspect(now, s, d.Incarnation, d.From, now.Add(-silence))
+	return false
 }
 
 // suspect marks a live member suspect at inc and gossips it (SWIM §4.2); the

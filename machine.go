@@ -409,7 +409,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		m.lastHeardAny = now
 		if sender.state() == StateDead {
 			// And one we declared dead is alive after all (holes.go).
-			m.noteNames(m.nameOf(sender), "")
+			m.addHoleNote(holeNote{actor: true, entry: sender})
 		}
 	}
 	// Deltas first, answers and requests last: a ping that carries a
@@ -429,15 +429,17 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		case *wire.Alive:
 			m.handleAlive(now, msg, mergeGossip)
 		case *wire.Suspect:
-			m.handleSuspect(now, msg)
-			m.noteNames(msg.From, msg.Name)
+			if m.handleSuspect(now, msg) {
+				m.addHoleNote(holeNote{name: msg.Name})
+			}
+			m.noteNames(sender, msg.From, "")
 		case *wire.Dead:
 			m.handleDead(now, msg)
 			if !msg.Left {
 				// The member that declared the death ran the final
 				// check: it was alive then. (A leave's From may be the
 				// member leaving.)
-				m.noteNames(msg.From, "")
+				m.noteNames(sender, msg.From, "")
 			}
 		default:
 			// A push-pull belongs on a stream, a compound was flattened.
@@ -457,13 +459,24 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handleNack(now, from, msg)
 		case *wire.Ping:
 			m.handlePing(now, from, sender, msg, len(data))
-			m.noteNames(msg.From, "")
+			if sender == nil {
+				// A ping from a member's address is that member (the
+				// heartbeat above); from elsewhere, its From is a
+				// name to know (holes.go).
+				m.noteNames(nil, msg.From, "")
+			}
 		case *wire.PingReq:
 			m.handlePingReq(now, from, sender, msg, len(data))
-			m.noteNames(msg.From, msg.Target)
+			actor := msg.From
+			if sender != nil {
+				actor = ""
+			}
+			m.noteNames(sender, actor, msg.Target)
 		case *wire.Heartbeat:
 			m.handleHeartbeat(now, from, msg)
-			m.noteNames(msg.From, "")
+			if sender == nil {
+				m.noteNames(nil, msg.From, "")
+			}
 		}
 	}
 	if len(m.holeNotes) > 0 {
