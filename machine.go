@@ -183,6 +183,10 @@ type machineState struct {
 	ringModsSeen uint64
 	stableRounds int
 	roundNoted   int64
+	// ringChanged is the round in which a round last saw the ring changed
+	// (digest.go), ringXor the XOR of the ring's name hashes.
+	ringChanged int64
+	ringXor     uint32
 	// lastHeardAny is when a packet from any member last arrived.
 	lastHeardAny time.Time
 	seq          uint32
@@ -420,7 +424,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	// leave check) sees the member's new incarnation.
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
-		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast, *wire.Heartbeat:
+		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast, *wire.Heartbeat, *wire.ViewDigest:
 			continue
 		case *wire.AckPayload:
 			m.ackPayloads = append(m.ackPayloads, msg)
@@ -472,6 +476,8 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 				actor = ""
 			}
 			m.noteNames(sender, actor, msg.Target)
+		case *wire.ViewDigest:
+			m.handleViewDigest(now, sender, msg)
 		case *wire.Heartbeat:
 			m.handleHeartbeat(now, from, msg)
 			if sender == nil {
@@ -489,11 +495,11 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 
 // send queues a packet carrying msg and as many pending deltas as fit
 // (SWIM §4: dissemination piggybacks on failure-detection traffic).
-func (m *Machine) send(to netip.AddrPort, msg wire.Message) { m.sendWith(to, msg, nil) }
+func (m *Machine) send(to netip.AddrPort, msg wire.Message) { m.sendWith(to, msg) }
 
-// sendWith is send with a second message riding right after msg (an ack's
-// payload), if extra is not nil.
-func (m *Machine) sendWith(to netip.AddrPort, msg, extra wire.Message) {
+// sendWith is send with further messages riding right after msg (an ack's
+// payload, a suspicion, a view digest); nil ones are skipped.
+func (m *Machine) sendWith(to netip.AddrPort, msg wire.Message, extras ...wire.Message) {
 	// The frame is built in a reused buffer: emit copies it into the
 	// packet.
 	frame, err := wire.AppendFrame(m.frameBuf[:0], msg)
@@ -509,10 +515,13 @@ func (m *Machine) sendWith(to netip.AddrPort, msg, extra wire.Message) {
 	budget := m.packetBudget() - wire.CompoundHeaderMax - len(frame) - wire.FrameOverheadMax
 	if ping, ok := msg.(*wire.Ping); ok {
 		if claim := m.claimFor(ping, to); claim != nil {
-			extra = claim
+			extras = []wire.Message{claim}
 		}
 	}
-	if extra != nil {
+	for _, extra := range extras {
+		if extra == nil {
+			continue
+		}
 		if f, err := wire.AppendFrame(nil, extra); err == nil {
 			m.frames = append(m.frames, f)
 			budget -= len(f) + wire.FrameOverheadMax
@@ -730,4 +739,7 @@ type Stats struct {
 	// rate, or no room to remember them).
 	HolePings, HolePushPulls uint64
 	HoleAsksRefused          uint64
+	// View digests (digest.go): sent beside Heartbeats, and received
+	// that differed from this member's view while both stood still.
+	ViewDigestsSent, ViewDigestsDiffering uint64
 }

@@ -81,6 +81,7 @@ const stableRoundsToPair = 2
 func (m *Machine) noteRound(now time.Time) {
 	if m.ring.mods != m.ringModsSeen {
 		m.ringModsSeen, m.stableRounds, m.roundNoted = m.ring.mods, 0, m.roundOf(now)
+		m.ringChanged = m.roundNoted
 		return
 	}
 	if r := m.roundOf(now); r > m.roundNoted && m.stableRounds < stableRoundsToPair {
@@ -211,14 +212,21 @@ func (m *Machine) tickHeartbeat(now time.Time) {
 		m.stats.HeartbeatsWithheld += uint64(len(partners))
 		partners = partners[:0]
 	}
+	digest := m.digestDue(now)
 	for _, p := range partners {
 		m.stats.HeartbeatsSent++
 		hb := &wire.Heartbeat{From: m.selfName}
+		// A wire.Message holding a nil pointer is not nil: keep the
+		// interfaces nil when there is nothing to send.
+		var claim, vd wire.Message
 		if sp := m.suspicionOf(p); sp != nil && m.cfg.BuddyPing {
-			m.sendWith(m.addrOf(p), hb, sp)
-		} else {
-			m.send(m.addrOf(p), hb)
+			claim = sp
 		}
+		if digest {
+			m.stats.ViewDigestsSent++
+			vd = m.viewDigest()
+		}
+		m.sendWith(m.addrOf(p), hb, claim, vd)
 	}
 	m.beatRound++
 	m.nextBeat = m.roundTime(m.beatRound, m.self)

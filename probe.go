@@ -170,7 +170,9 @@ func ringKeyOf(name string) uint64 {
 func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys, names: m.reg.names} }
 
 func (m *Machine) ringInsert(s *memberState) {
-	m.ring.insert(m.ringOrder(), s.id)
+	if m.ring.insert(m.ringOrder(), s.id) {
+		m.ringXor ^= uint32(m.reg.ringKeys[s.id])
+	}
 	m.notePairing(s)
 	if m.byName != nil {
 		m.byName.insert(m.nameOrder(), s.id)
@@ -178,7 +180,9 @@ func (m *Machine) ringInsert(s *memberState) {
 }
 
 func (m *Machine) ringRemove(s *memberState) {
-	m.ring.remove(m.ringOrder(), s.id)
+	if m.ring.remove(m.ringOrder(), s.id) {
+		m.ringXor ^= uint32(m.reg.ringKeys[s.id])
+	}
 	delete(m.unpaired, s.id)
 	if m.byName != nil {
 		m.byName.remove(m.nameOrder(), s.id)

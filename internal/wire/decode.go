@@ -173,6 +173,11 @@ func decodeFrameInto(b []byte, m Message, skipped *int) error {
 		if d.err == nil {
 			m.From, _, _ = pack(from, nil, nil)
 		}
+	case *ViewDigest:
+		n := d.arrayLen("", 2, math.MaxInt)
+		m.Live = uint32(d.uint("Live", math.MaxUint32))
+		m.Digest = uint32(d.uint("Digest", math.MaxUint32))
+		d.skip("", n-2)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("", ErrTrailingBytes)
@@ -225,6 +230,8 @@ func newMessage(t Type) Message {
 		return new(AckPayload)
 	case TypeHeartbeat:
 		return new(Heartbeat)
+	case TypeViewDigest:
+		return new(ViewDigest)
 	}
 	return nil
 }
@@ -257,6 +264,8 @@ func newSingle(t Type) []Message {
 		return single[AckPayload]()
 	case TypeHeartbeat:
 		return single[Heartbeat]()
+	case TypeViewDigest:
+		return single[ViewDigest]()
 	}
 	return nil
 }
@@ -288,12 +297,13 @@ type slabs struct {
 	bcast    []Broadcast
 	ackData  []AckPayload
 	beat     []Heartbeat
+	digest   []ViewDigest
 }
 
 // newSlabs counts the types of the n frames ahead of d (a copy: the real
 // pass reports any error) and allocates an array for each type present.
 func newSlabs(d decoder, n int) slabs {
-	var counts [TypeHeartbeat + 1]int
+	var counts [TypeViewDigest + 1]int
 	for range n {
 		f := d.raw("", math.MaxInt, false)
 		if d.err != nil || len(f) == 0 {
@@ -316,6 +326,7 @@ func newSlabs(d decoder, n int) slabs {
 		bcast:    makeSlab[Broadcast](counts[TypeBroadcast]),
 		ackData:  makeSlab[AckPayload](counts[TypeAckPayload]),
 		beat:     makeSlab[Heartbeat](counts[TypeHeartbeat]),
+		digest:   makeSlab[ViewDigest](counts[TypeViewDigest]),
 	}
 }
 
@@ -354,6 +365,8 @@ func (s *slabs) next(t Type) Message {
 		return take(&s.ackData)
 	case TypeHeartbeat:
 		return take(&s.beat)
+	case TypeViewDigest:
+		return take(&s.digest)
 	}
 	return nil
 }

@@ -248,6 +248,14 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		b = appendArrayLen(b, 1)
 		return appendString(b, m.From), nil
 
+	case *ViewDigest:
+		if m == nil {
+			return b, errNilMessage
+		}
+		b = appendArrayLen(b, 2)
+		b = appendUint(b, uint64(m.Live))
+		return appendUint(b, uint64(m.Digest)), nil
+
 	case nil:
 		return b, errNilMessage
 	}

@@ -84,6 +84,8 @@ func (t Type) String() string {
 		return "ackPayload"
 	case TypeHeartbeat:
 		return "heartbeat"
+	case TypeViewDigest:
+		return "viewDigest"
 	}
 	return "Type(" + strconv.Itoa(int(t)) + ")"
 }

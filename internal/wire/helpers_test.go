@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,10 +66,15 @@ func protocol3Cases() []golden {
 	}
 }
 
-// protocol4Cases are the golden vectors of the kind protocol 4 added
+// protocol4Cases are the golden vectors of the kinds protocol 4 added
 // (ProtocolPaired).
 func protocol4Cases() []golden {
 	return []golden{
+		{"view-digest", []Message{&ViewDigest{Live: 2048, Digest: 0x9e3779b9}}},
+		{"heartbeat-view-digest", []Message{
+			&Heartbeat{From: "node-00002"},
+			&ViewDigest{Live: 64, Digest: 0x1234abcd},
+		}},
 		{"heartbeat", []Message{&Heartbeat{From: "node-00002"}}},
 		{"heartbeat-compound", []Message{
 			&Heartbeat{From: "node-00003"},
@@ -79,7 +85,7 @@ func protocol4Cases() []golden {
 
 // allGoldenCases are the golden vectors of every protocol.
 func allGoldenCases() []golden {
-	return append(append(goldenCases(), protocol3Cases()...), protocol4Cases()...)
+	return slices.Concat(goldenCases(), protocol3Cases(), protocol4Cases())
 }
 
 // encodeMessages encodes msgs as one packet the way a sender would: a plain

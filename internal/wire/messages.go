@@ -42,8 +42,8 @@ const (
 	// announced less.
 	ProtocolUser uint8 = 3
 	// ProtocolPaired is the first protocol with paired probing:
-	// Heartbeat messages. A member pairs only while every live member it
-	// knows announced it.
+	// Heartbeat messages, and the ViewDigest that may ride beside one. A
+	// member pairs only while every live member it knows announced it.
 	ProtocolPaired uint8 = 4
 )
 
@@ -100,7 +100,8 @@ const (
 	TypeBroadcast  Type = 11
 	TypeAckPayload Type = 12
 	// From ProtocolPaired on.
-	TypeHeartbeat Type = 13
+	TypeHeartbeat  Type = 13
+	TypeViewDigest Type = 14
 )
 
 // Limits enforced by every decoder.
@@ -245,6 +246,16 @@ type Heartbeat struct {
 	From string // name of the sender
 }
 
+// ViewDigest summarises the sender's view of the live members (alive or
+// suspect, itself included), so that two partners can tell in one packet
+// whether their views differ: the number of them, and the XOR over them of
+// a hash of each name (the low 32 bits of its FNV-1a). Views that differ
+// always differ in Live or, but for a hash collision, in Digest.
+type ViewDigest struct {
+	Live   uint32
+	Digest uint32
+}
+
 // Unknown stands for a message of a kind this version does not know, sent
 // by a newer peer: DecodePacket returns it in the message's place instead of
 // rejecting the packet, and the receiver skips it (and counts it).
@@ -270,4 +281,5 @@ func (*User) Type() Type       { return TypeUser }
 func (*Broadcast) Type() Type  { return TypeBroadcast }
 func (*AckPayload) Type() Type { return TypeAckPayload }
 func (*Heartbeat) Type() Type  { return TypeHeartbeat }
+func (*ViewDigest) Type() Type { return TypeViewDigest }
 func (u *Unknown) Type() Type  { return u.Kind }

@@ -111,6 +111,8 @@ func TestRoundTrip(t *testing.T) {
 		{"ack payload", &AckPayload{Seq: 1 << 31, Payload: []byte("coordinates")}},
 		{"heartbeat empty", &Heartbeat{}},
 		{"heartbeat", &Heartbeat{From: name255}},
+		{"view digest empty", &ViewDigest{}},
+		{"view digest", &ViewDigest{Live: math.MaxUint32, Digest: math.MaxUint32}},
 		{"compound empty", &Compound{}},
 		{"compound", &Compound{Frames: [][]byte{{byte(TypeAck), 0x91, 0x01}, {byte(TypeNack), 0x91, 0x02}}}},
 	}
@@ -521,6 +523,7 @@ func TestEncodedSizes(t *testing.T) {
 		{"ping (seq 1000)", &Ping{Seq: 1000, Target: name, From: from}, 28},
 		{"ack (seq 1)", &Ack{Seq: 1}, 4},
 		{"heartbeat", &Heartbeat{From: from}, 14},
+		{"view digest (64 members)", &ViewDigest{Live: 64, Digest: 0x1234abcd}, 9},
 		{"ack (seq 100000)", &Ack{Seq: 100000}, 8},
 		{"nack (seq 1)", &Nack{Seq: 1}, 4},
 		{"alive (inc 1, IPv4, no meta)", &Alive{Name: name, Addr: testAddr4, Incarnation: 1, Versions: current}, 25},
