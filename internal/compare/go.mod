@@ -1,6 +1,6 @@
 module github.com/swim-go/swim/internal/compare
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/hashicorp/memberlist v0.7.0
@@ -21,7 +21,7 @@ require (
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
 
 replace github.com/swim-go/swim => ../..
