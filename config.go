@@ -346,6 +346,13 @@ type Config struct {
 	// acks and hands it the payloads peers attach to theirs, with each
 	// round trip (memberlist's PingDelegate; network coordinates).
 	Pings PingDelegate
+	// Observer, if set, receives the protocol's measurements as they are
+	// taken: round trips, and how long each suspicion of a peer lasted
+	// and how it ended (package swimprom turns them into Prometheus
+	// histograms). Its methods are called with the member's state
+	// locked, and must be quick and never block (see Observer). Nil
+	// means none, at no cost.
+	Observer Observer
 	// MaxStateSize bounds the application state of one push-pull, sent and
 	// received: a LocalState over it is not sent, a peer's is not merged;
 	// both are counted and logged. 0 means 1 MiB, or half of

@@ -17,7 +17,7 @@ var coreFiles = []string{
 	"machine.go", "lifecycle.go", "member.go", "probe.go", "suspicion.go",
 	"incarnation.go", "pushpull.go", "broadcast.go", "table.go", "ring.go",
 	"health.go", "timers.go", "usermsg.go", "ping.go", "admission.go", "partition.go",
-	"deadlist.go", "holes.go",
+	"deadlist.go", "holes.go", "observer.go",
 }
 
 // forbiddenImports would give the core I/O, shared state or randomness of

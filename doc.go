@@ -21,7 +21,8 @@
 //     deadlist.go; the applications' messages and broadcasts in
 //     usermsg.go, pings and round trips in ping.go, admission and name
 //     conflicts in admission.go, the partition alarm in partition.go, the
-//     asks for members gossip missed in holes.go), and the types
+//     asks for members gossip missed in holes.go, the Observer's
+//     measurements and the counts by state in observer.go), and the types
 //     it reports in (member.go: State, Member, Event). It
 //     does no I/O, reads no clock, starts no goroutine and draws
 //     randomness only from the *rand.Rand it is given; every input

@@ -435,6 +435,9 @@ func (m *Machine) answerStale(s *memberState) {
 // setState moves a member between the live set and the dead list.
 func (m *Machine) setState(now time.Time, s *memberState, state State) {
 	wasLive := s.live()
+	if was := s.state(); was != state && (was == StateSuspect || state == StateSuspect) {
+		m.suspectChanged(now, s, was, state)
+	}
 	s.setState(state)
 	switch {
 	case s.live() && !wasLive:

@@ -257,6 +257,13 @@ type machineState struct {
 	health int  // local health score, Lifeguard §IV-A (health.go)
 	urgent bool // widen the next gossip round (a death we declared)
 
+	// suspects counts the members held suspect; with an Observer,
+	// suspectSince holds when each became suspect, by name id, and is
+	// nil without one (observer.go).
+	suspects     int
+	obs          Observer
+	suspectSince map[uint32]time.Time
+
 	out      Ready
 	eventSeq uint64 // the Seq of the last event
 	stats    Stats
@@ -291,6 +298,10 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.seen = make(map[string]*seenWindows)
 	m.bcastEpoch = epochOf(now)
 	m.selfName = cfg.Name
+	if cfg.Observer != nil {
+		m.obs = cfg.Observer
+		m.suspectSince = make(map[uint32]time.Time)
+	}
 	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), StateAlive, 0, now)
 	m.version = 1
 	m.unpaired = make(map[uint32]struct{})

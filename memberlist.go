@@ -474,6 +474,24 @@ func (ml *Memberlist) HealthScore() int {
 	return ml.machine.HealthScore()
 }
 
+// MemberCounts counts the members in the table by state, this one
+// included (see MemberCounts), in O(1); it waits as Members does. After
+// Shutdown it returns the last counts.
+func (ml *Memberlist) MemberCounts() MemberCounts {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.MemberCounts()
+}
+
+// StreamsInUse counts the TCP exchanges in flight: inbound, those peers
+// opened that hold one of the MaxConcurrentStreams inbound slots, and
+// outbound, this member's own joins, push-pulls, TCP pings and reliable
+// messages, out of as many outbound slots. It takes no lock of the
+// protocol's.
+func (ml *Memberlist) StreamsInUse() (inbound, outbound int) {
+	return ml.inStreams.inUse(), len(ml.outSem)
+}
+
 // Stats returns the core's counters and the driver's. It waits as Members
 // does. After Shutdown it returns the final counters.
 func (ml *Memberlist) Stats() MemberlistStats {

@@ -52,6 +52,7 @@ func (m *Machine) pingAnswered(now time.Time, from netip.AddrPort, seq uint32) b
 	}
 	delete(m.userPings, seq)
 	rtt := now.Sub(up.start)
+	m.observeRTT(rtt)
 	if s := m.byAddr(from); s != nil {
 		m.sampleRTT(m.nameOf(s), rtt)
 		m.ackHeard(s, seq, rtt)

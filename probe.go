@@ -55,6 +55,7 @@ type relay struct {
 	target       netip.AddrPort
 	requester    netip.AddrPort
 	requesterSeq uint32
+	start        time.Time // when the ping went out, for the round trip
 	nacked       bool
 }
 
@@ -471,6 +472,7 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, sender *memb
 		target:       addr,
 		requester:    from,
 		requesterSeq: r.Seq,
+		start:        now,
 	}
 	m.relays[rl.seq] = rl
 	if m.cfg.Nacks {
@@ -505,6 +507,7 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 			// A direct answer (possibly after the indirect phase began):
 			// a round-trip sample.
 			m.sampleRTT(p.name, now.Sub(p.start))
+			m.observeRTT(now.Sub(p.start))
 			m.ackHeard(p.target, a.Seq, now.Sub(p.start))
 		}
 		m.probeSucceeded(p)
@@ -527,6 +530,7 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 			return
 		}
 		delete(m.relays, a.Seq)
+		m.observeRTT(now.Sub(rl.start))
 		m.send(rl.requester, &wire.Ack{Seq: rl.requesterSeq})
 	}
 }
