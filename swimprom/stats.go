@@ -108,8 +108,10 @@ var statSpecs = []statSpec{
 	{field: "TCPPingsFailed", name: "tcp_pings_failed_total", help: "TCP pings that got no valid answer."},
 	{field: "Reconnects", name: "reconnects_total", help: "Push-pulls started with a member declared dead, or with a seed while alone, to heal a partition."},
 	{field: "HolePings", name: "hole_pings_total", help: "TCP pings of members held dead or forgotten that a packet showed alive."},
-	{field: "HolePushPulls", name: "hole_push_pulls_total", help: "Push-pulls with a member that named a member never heard of."},
+	{field: "HolePushPulls", name: "hole_push_pulls_total", help: "Push-pulls with a member that named a member never heard of, or whose view digest differed."},
 	{field: "HoleAsksRefused", name: "hole_asks_refused_total", help: "Asks for missed members not made: over the rate, or no room to remember them."},
+	{field: "ViewDigestsSent", name: "view_digests_sent_total", help: "View digests sent beside Heartbeats, in the rounds after this member's view changed."},
+	{field: "ViewDigestsDiffering", name: "view_digests_differing_total", help: "View digests received that differed from this member's view while both stood still."},
 
 	// The driver.
 	{field: "EventsDropped", name: "events_dropped_total", help: "Membership events dropped because EventBuffer events were already waiting for the handler."},
