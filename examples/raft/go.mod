@@ -8,6 +8,7 @@ require (
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/stretchr/testify v1.12.1
 	github.com/swim-go/swim v0.0.0
+	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 )
 

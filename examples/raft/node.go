@@ -57,6 +57,10 @@ type NodeConfig struct {
 	// Meta, Events and Logger are set by the node). Nil means
 	// swim.DefaultLANConfig.
 	Swim *swim.Config
+	// RaftIOTimeout bounds each read and write of the Raft transport
+	// (a peer that stopped answering holds a replication that long).
+	// Default 10 s.
+	RaftIOTimeout time.Duration
 	// Raft holds the Raft timeouts to use (LocalID, Logger and
 	// ShutdownOnRemove are set by the node). Nil means raft.DefaultConfig.
 	Raft *raft.Config
@@ -108,6 +112,9 @@ func StartNode(cfg NodeConfig) (n *Node, err error) {
 	}
 	if cfg.DeadGrace <= 0 {
 		cfg.DeadGrace = DefaultDeadGrace
+	}
+	if cfg.RaftIOTimeout <= 0 {
+		cfg.RaftIOTimeout = 10 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -194,7 +201,7 @@ func (n *Node) startRaft() error {
 	if addr.IP == nil || addr.IP.IsUnspecified() {
 		return fmt.Errorf("node: raft address %q: want a concrete IP, the one the others dial", cfg.RaftAddr)
 	}
-	if n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, 10*time.Second, hlog); err != nil {
+	if n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, nil, 3, cfg.RaftIOTimeout, hlog); err != nil {
 		return fmt.Errorf("node: raft transport: %w", err)
 	}
 
@@ -351,13 +358,28 @@ func (n *Node) publishLeader(leading bool) {
 // then the node announces its leave through swim (the leader removes it
 // from the configuration at once) and stops.
 func (n *Node) Leave(ctx context.Context) error {
-	if n.raft.State() == raft.Leader {
+	if n.raft.State() == raft.Leader && n.hasPeers() {
 		if err := n.raft.LeadershipTransfer().Error(); err != nil {
 			n.log.Warn("leadership transfer", zap.Error(err))
 		}
 	}
 	err := n.ml.Leave(ctx)
 	return errors.Join(err, n.Close())
+}
+
+// hasPeers reports whether the configuration holds another voter, one
+// that could take over the leadership.
+func (n *Node) hasPeers() bool {
+	servers, err := (raftConfiguration{n.raft}).Servers()
+	if err != nil {
+		return false
+	}
+	for _, s := range servers {
+		if s.Voter && s.ID != n.cfg.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // Close stops the node without telling anyone, as a crash would: swim
@@ -390,6 +412,9 @@ func (n *Node) release() error {
 	}
 	n.wg.Wait()
 	if n.trans != nil {
+		// Close alone leaves the pooled connections to the peers open,
+		// and each peer's goroutine reading one waiting for ever.
+		n.trans.CloseStreams()
 		errs = append(errs, n.trans.Close())
 	}
 	if n.store != nil {
