@@ -337,7 +337,7 @@ func whenDead(t *testing.T, n *Node, member string) time.Time {
 
 func TestClusterFollowsSwim(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts five Raft servers for about half a minute")
+		t.Skip("starts five Raft servers for about 20 seconds")
 	}
 	c := newCluster(t)
 	began := time.Now()
@@ -388,6 +388,28 @@ func TestClusterFollowsSwim(t *testing.T) {
 		return ok && v == "3"
 	})
 
+	// n3 crashes and is back after swim declared it dead but within the
+	// grace: it keeps its vote, the configuration never drops it.
+	c.stop("n3", false)
+	dead = whenDead(t, c.running()["n1"], "n3")
+	c.start("n3", false)
+	waitFor(t, "n1 to see n3 alive again", func() bool {
+		m, ok := c.running()["n1"].ml.Member("n3")
+		return ok && m.State == swim.StateAlive
+	})
+	back := time.Since(dead)
+	require.Less(t, back, testGrace, "n3 came back too late for this check")
+	keptUntil := dead.Add(testGrace + time.Second)
+	waitFor(t, "the grace to pass with n3 kept", func() bool {
+		_, st, ok := c.leader()
+		if ok {
+			require.Contains(t, voterIDs(st), "n3", "n3 removed although it came back within the grace")
+		}
+		return time.Now().After(keptUntil)
+	})
+	t.Logf("restart within the grace: back alive %v after the dead verdict, kept its vote", back.Round(time.Millisecond))
+	c.mustPut(t, "n3", "f", "6")
+
 	// The leader crashes: three of four voters remain, a quorum; one of
 	// them is elected, reconciles the whole configuration, and removes
 	// n1 after the grace.
@@ -409,7 +431,7 @@ func TestClusterFollowsSwim(t *testing.T) {
 
 	mon.finish(t)
 	for name, n := range c.running() {
-		for key, want := range map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"} {
+		for key, want := range map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6"} {
 			v, ok := n.fsm.Get(key)
 			assert.True(t, ok && v == want, "%s: %s = %q, want %q", name, key, v, want)
 		}
