@@ -3,19 +3,33 @@ PKGS := ./...
 
 .PHONY: test race lint bench fuzz demo detect traffic pairing compare procs chaos scale chaos-clean upgrade
 
+# Modules of their own, tested and vetted by test and lint besides the
+# root's PKGS: examples/raft depends on hashicorp/raft, which the library
+# must not (go test there downloads that module's dependencies).
+SUBMODULES := examples/raft
+
 # test: formatting and vet (lint), then every test under the race
-# detector; about 3 minutes on 2 cores.
+# detector, the root's then each submodule's; about 4 minutes on 2 cores.
 test: lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@for m in $(SUBMODULES); do \
+	  echo "cd $$m && $(GO) test -race -count=1 -timeout 5m ./..."; \
+	  (cd $$m && $(GO) test -race -count=1 -timeout 5m ./...) || exit 1; \
+	done
 
 # race: the same as test.
 race: test
 
-# lint: fails if any .go file needs gofmt, then go vet.
+# lint: fails if any .go file needs gofmt, then go vet on the root and on
+# each submodule.
 lint:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@for m in $(SUBMODULES); do \
+	  echo "cd $$m && $(GO) vet ./..."; \
+	  (cd $$m && $(GO) vet ./...) || exit 1; \
+	done
 
 # bench: every benchmark of every package, with -benchmem, no tests.
 bench:
