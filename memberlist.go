@@ -571,3 +571,13 @@ func (ml *Memberlist) bind(ctx context.Context) (context.Context, context.Cancel
 	stop := context.AfterFunc(ml.ctx, cancel)
 	return ctx, func() { stop(); cancel() }
 }
+
+// Suspicions returns the suspicions in progress, as Machine.Suspicions
+// does: for each member suspect now whose suspicion timer runs, who
+// accused it, how many confirmed, and when it is declared dead unless it
+// refutes. It waits as Members does.
+func (ml *Memberlist) Suspicions() []Suspicion {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.Suspicions()
+}
