@@ -81,7 +81,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/signal"
 	"slices"
@@ -97,7 +96,15 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		// The usage is printed; asking for it is no failure.
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "agent:", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		os.Exit(1)
 	}
@@ -131,93 +138,20 @@ func (p *printer) print(l line) {
 	_ = p.enc.Encode(l) // stdout closed: nobody is listening, nothing to do
 }
 
-// options are the parsed flags.
-type options struct {
-	name, bind, join, profile string
-	port                      int
-	verbose                   bool
-
-	keys      [][]byte // -key
-	keyFile   string   // -keyfile
-	plaintext swim.PlaintextMode
-	label     string
-	allow     []netip.Prefix
-}
-
-// parseFlags parses the command line; errors name the flag.
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	host, _ := os.Hostname()
-	o := &options{}
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.name, "name", host, "member name, unique in the cluster")
-	fs.StringVar(&o.bind, "bind", "127.0.0.1", "IP address to listen on (UDP and TCP)")
-	fs.IntVar(&o.port, "port", swim.DefaultPort, "port to listen on; 0 picks a free one")
-	fs.StringVar(&o.join, "join", "", "comma-separated seeds (host:port, or host for port 7946)")
-	fs.StringVar(&o.profile, "profile", "lan", "timing profile: lan, wan or local")
-	fs.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
-	key := fs.String("key", "", "comma-separated base64 AES keys (16, 24 or 32 bytes), the primary first")
-	fs.StringVar(&o.keyFile, "keyfile", "", "file of base64 keys, one a line, the primary first, and an optional line \"plaintext MODE\"; re-read on SIGHUP")
-	plaintext := fs.String("plaintext", "refuse", "with keys: refuse, accept or send plaintext (accept and send are temporary migration steps)")
-	fs.StringVar(&o.label, "label", "", "cluster label (at most 255 bytes): traffic with another label, or none, is dropped")
-	allow := fs.String("allow", "", "comma-separated networks (10.0.0.0/8) or addresses traffic may come from; empty allows all")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	if o.keyFile != "" {
-		// One source of truth: the file is re-read on SIGHUP, and a flag
-		// beside it would be forgotten then.
-		for _, f := range []string{"key", "plaintext"} {
-			if set[f] {
-				return nil, fmt.Errorf("-%s and -keyfile exclude each other: put the keys and the plaintext line in the file", f)
-			}
-		}
-	}
-	if set["key"] {
-		if o.keys, err = parseKeys(*key); err != nil {
-			return nil, fmt.Errorf("-key: %w", err)
-		}
-	}
-	if o.plaintext, err = swim.ParsePlaintextMode(*plaintext); err != nil {
-		return nil, fmt.Errorf("-plaintext: %w", err)
-	}
-	if o.plaintext != swim.PlaintextRefuse && len(o.keys) == 0 && o.keyFile == "" {
-		return nil, fmt.Errorf("-plaintext %s needs -key: without a key there is nothing to migrate to", o.plaintext)
-	}
-	if set["allow"] {
-		if o.allow, err = parseAllow(*allow); err != nil {
-			return nil, fmt.Errorf("-allow: %w", err)
-		}
-	}
-	return o, nil
-}
-
 func run(args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	cfg, err := swim.DefaultConfig(o.profile)
+	cfg, err := o.config()
 	if err != nil {
-		return fmt.Errorf("-profile: %w", err)
+		return err
 	}
-	cfg.Name = o.name
-	cfg.BindAddr = o.bind
-	cfg.BindPort = o.port
-	cfg.Label = o.label
-	cfg.AllowedCIDRs = o.allow
 
 	logger := newLogger(stderr, o.verbose)
 	defer func() { _ = logger.Sync() }()
 	cfg.Logger = logger
 
-	cfg.Keys, cfg.Plaintext = o.keys, o.plaintext
 	if o.keyFile != "" {
 		kf, err := readKeyFile(o.keyFile, func(msg string) { logger.Warn(msg) })
 		if err != nil {
@@ -227,7 +161,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	out := &printer{enc: json.NewEncoder(stdout)}
+	recent := &recentEvents{}
 	cfg.Events = swim.EventFunc(func(e swim.Event) {
+		recent.add(e)
 		if e.Member.Name == cfg.Name {
 			return // this member's own lifecycle is ready and left
 		}
@@ -255,6 +191,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(o.keys) > 0 || o.keyFile != "" {
 		printKeyring()
+	}
+	stopHTTP := func() {}
+	if o.httpAddr != "" {
+		w := &web{ml: ml, events: recent, healthMax: cfg.AwarenessMaxMultiplier - 1, metrics: metricsHandler(ml), now: time.Now}
+		stop, addr, err := serveHTTP(o.httpAddr, w.handler(), logger)
+		if err != nil {
+			_ = ml.Shutdown()
+			return fmt.Errorf("-http: %w", err)
+		}
+		stopHTTP = stop
+		defer stop()
+		out.print(line{Ev: "http", Node: local.Name, Addr: addr})
+		logger.Info("serving the live page", zap.String("url", "http://"+addr+"/"))
 	}
 
 	// Join and leave run on goroutines of their own so that a signal is
@@ -287,6 +236,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 			logger.Info("shutting down", zap.Stringer("signal", sig))
 			cancel()
 			wg.Wait()
+			// The HTTP server stops first: /health must not answer 200
+			// for a member going away.
+			stopHTTP()
 			return ml.Shutdown()
 		case slices.Contains(reloadSignals, sig):
 			if o.keyFile == "" {
