@@ -355,3 +355,25 @@ func TestAgentHealthEndpoint(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, fetch("/health", &hb))
 	require.Equal(t, "left", hb.Status)
 }
+
+// TestAgentLeaveOnTerm: with -leave-on-term, SIGTERM makes the member
+// leave gracefully before it exits, so its peers report it left, not dead.
+func TestAgentLeaveOnTerm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	bin := buildAgent(t)
+	a, seed := startAgent(t, bin, "a", "-leave-on-term")
+	b, _ := startAgent(t, bin, "b", "-join", seed)
+	require.Eventually(t, func() bool { return a.has("join", "b", "") && b.has("join", "a", "") }, waitLong, pollEvery)
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-a.done:
+		require.NoError(t, a.err, "exit status")
+	case <-time.After(waitLong):
+		t.Fatal("a did not exit on SIGTERM")
+	}
+	require.True(t, a.has("left", "a", ""), "a printed no left line")
+	require.Eventually(t, func() bool { return b.has("leave", "a", "left") }, waitLong, pollEvery, "b did not see a leave gracefully")
+	require.False(t, b.has("leave", "a", "dead"))
+}

@@ -28,6 +28,7 @@ type options struct {
 	port                      int
 	advertise                 string // "" or ip[:port]
 	verbose                   bool
+	leaveOnTerm               bool
 
 	// The protocol's tunables; each applies only when its flag is given,
 	// over the profile's default.
@@ -77,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.join, "join", "", "comma-separated seeds (host:port, or host for port 7946); a DNS name stands for all its addresses and is looked up again while alone")
 	fs.StringVar(&o.profile, "profile", "lan", "timing profile: lan, wan or local")
 	fs.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
+	fs.BoolVar(&o.leaveOnTerm, "leave-on-term", false, "on SIGTERM or SIGINT, leave gracefully (at most 5s) before shutting down, so peers see a leave, not a failure")
 	fs.DurationVar(&o.pauseTolerance, "pause-tolerance", 0, "longest pause (GC, VM migration) a member survives without being declared dead; 0 keeps the profile's (lan 5s, wan 15s, local 2s)")
 	fs.IntVar(&o.indirectChecks, "indirect-checks", 0, "k, the members asked to ping a silent member; 0 keeps the profile's (3)")
 	fs.DurationVar(&o.probeInterval, "probe-interval", 0, "protocol period; 0 keeps the profile's (lan 1s, wan 5s, local 200ms)")
