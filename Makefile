@@ -1,21 +1,45 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race lint bench fuzz demo detect traffic pairing compare procs chaos scale chaos-clean upgrade
+.PHONY: test race lint bench fuzz demo detect traffic pairing compare procs chaos scale chaos-clean upgrade ui-test chromium
 
 # Modules of their own, tested and vetted by test and lint besides the
 # root's PKGS: examples/raft depends on hashicorp/raft, which the library
 # must not (go test there downloads that module's dependencies).
 SUBMODULES := examples/raft
 
-# test: formatting and vet (lint), then every test under the race
-# detector, the root's then each submodule's; about 4 minutes on 2 cores.
-test: lint
+# test: formatting and vet (lint), a headless browser for the agent's page
+# (chromium), then every test under the race detector, the root's (the
+# browser test of the page, TestAgentPage, included) then each
+# submodule's; about 5 minutes on 2 cores.
+test: lint chromium
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@for m in $(SUBMODULES); do \
 	  echo "cd $$m && $(GO) test -race -count=1 -timeout 5m ./..."; \
 	  (cd $$m && $(GO) test -race -count=1 -timeout 5m ./...) || exit 1; \
 	done
+
+# ui-test: the browser test of the agent's live page alone (TestAgentPage
+# in examples/agent): three agents, one killed, the page of another read
+# by headless Chromium until it shows the victim suspect, then dead;
+# about 30 seconds. Screenshots go to UI_ARTIFACTS.
+UI_ARTIFACTS ?= $(CURDIR)/examples/agent/testdata-out
+ui-test: chromium
+	UI_ARTIFACTS=$(UI_ARTIFACTS) $(GO) test -count=1 -timeout 5m -run '^TestAgentPage$$' -v ./examples/agent
+
+# chromium: installs Debian's chromium with apt-get when no headless
+# browser is on PATH (root needed); fails when it cannot, unless
+# SWIM_UI_TEST=skip opts out of the browser test.
+chromium:
+	@if [ "$$SWIM_UI_TEST" = skip ] || [ -n "$$SWIM_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || \
+	    command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then exit 0; fi; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the agent's browser test ..."; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || exit 1; \
+	  else \
+	    echo "chromium is missing and cannot be installed here (needs root and apt-get):" >&2; \
+	    echo "install it, name a browser with SWIM_CHROMIUM, or set SWIM_UI_TEST=skip" >&2; exit 1; \
+	  fi
 
 # race: the same as test.
 race: test
@@ -43,9 +67,13 @@ fuzz:
 	done
 
 # demo: five agents on 127.0.0.1 (examples/demo): a crash and a graceful
-# leave, and when each survivor saw them.
+# leave, and when each survivor saw them. DEMO_FLAGS=-ui has every agent
+# serve its live page, prints the first one's address, waits 10s before
+# the crash and keeps the cluster up for 5 minutes (-hold 1m to change it;
+# Ctrl-C stops it).
+DEMO_FLAGS ?=
 demo:
-	$(GO) run ./examples/demo
+	$(GO) run ./examples/demo $(DEMO_FLAGS)
 
 # detect: crash-to-everyone-knows latency over 50 seeds at 64 and 1,000
 # members in the simulator (LAN defaults); about 20 minutes on 2 cores.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/swim-go/swim/internal/wire"
@@ -44,6 +45,34 @@ func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
 		m.armAt(timerSeeds, m.seedsUntil)
 	}
 	return ids
+}
+
+// addSeeds adds seeds found after Join: the addresses a seed name resolved
+// to later (it did not resolve at first, or the addresses behind it
+// changed). The seeds are then remembered until at least until, and
+// retried as Join's are. While this member is alive and alone, it joins
+// through each new one at once; it returns how many joins it started.
+func (m *Machine) addSeeds(now time.Time, addrs []netip.AddrPort, until time.Time) int {
+	if m.cfg.ReconnectInterval <= 0 {
+		return 0
+	}
+	started := 0
+	for _, addr := range addrs {
+		if addr == m.addrOf(m.self) || slices.Contains(m.seeds, addr) {
+			continue
+		}
+		m.seeds = append(m.seeds, addr)
+		if m.self.state() == StateAlive && m.numOthers() == 0 {
+			if _, ok := m.startPushPull(now, addr, streamJoin); ok {
+				started++
+			}
+		}
+	}
+	if until.After(m.seedsUntil) {
+		m.seedsUntil = until
+		m.armAt(timerSeeds, m.seedsUntil)
+	}
+	return started
 }
 
 // Leave announces a graceful leave: this member gossips itself as left at a

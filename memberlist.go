@@ -112,6 +112,11 @@ type Memberlist struct {
 	inBytes                 byteBudget // of the inbound requests being read or handled
 	refusals                *refusalLog
 
+	// Seed names retried in the background (seednames.go).
+	seedMu            sync.Mutex
+	seedNames         seedNames
+	seedLookupsFailed atomic.Uint64
+
 	// keys is the keyring (keyring.go), read by every packet and stream
 	// without a lock.
 	keys keyStore
@@ -144,6 +149,9 @@ type MemberlistStats struct {
 	// StatesTooLarge counts LocalStates over MaxStateSize, not sent;
 	// StateMergeErrors the errors MergeRemoteState returned.
 	StatesTooLarge, StateMergeErrors uint64
+	// SeedLookupsFailed counts the lookups of seed names that failed,
+	// in Join and in the retries while this member is alone.
+	SeedLookupsFailed uint64
 	// StreamsRefused counts TCP exchanges refused because
 	// MaxConcurrentStreams exchanges in the same direction (inbound or
 	// outbound) were already in flight (and, inbound, no source address
@@ -324,8 +332,12 @@ func (ml *Memberlist) LocalMember() Member {
 // returns when every seed has answered or failed, or ctx ends. It returns how
 // many seeds answered, and an error (errors.Join of the failures) only if
 // none did. Seeds that did not answer are retried in the background while
-// this member is alone. After Leave, Join makes the member take part
-// again, under a new incarnation, without a restart.
+// this member is alone, for ReconnectTimeout; so are seed names, resolved
+// again with a backoff, whether they did not resolve (a Kubernetes
+// headless Service before its pods run) or resolved to nobody but this
+// member: the addresses they come to resolve to are joined through.
+// After Leave, Join makes the member take part again, under a new
+// incarnation, without a restart.
 func (ml *Memberlist) Join(ctx context.Context, addrs ...string) (int, error) {
 	if ml.isShutdown() {
 		return 0, ErrShutdown
@@ -339,7 +351,8 @@ func (ml *Memberlist) Join(ctx context.Context, addrs ...string) (int, error) {
 	ctx, cancel := ml.bind(ctx)
 	defer cancel()
 
-	seeds, errs := resolveSeeds(ctx, addrs)
+	seeds, errs := resolveSeeds(ctx, ml.lookup(), addrs)
+	ml.rememberSeedNames(addrs, len(errs))
 	if len(seeds) == 0 {
 		if ml.isShutdown() {
 			return 0, ErrShutdown
@@ -506,6 +519,7 @@ func (ml *Memberlist) Stats() MemberlistStats {
 		StatesTooLarge:    ml.statesTooLarge.Load(),
 		StateMergeErrors:  ml.stateMergeErrors.Load(),
 		StreamsRefused:    ml.streamsRefused.Load(),
+		SeedLookupsFailed: ml.seedLookupsFailed.Load(),
 		RefusedSource:     ml.sec.refusedSource.Load(),
 		RefusedLabel:      ml.sec.refusedLabel.Load(),
 		RefusedPlaintext:  ml.sec.refusedPlaintext.Load(),
@@ -588,4 +602,14 @@ func (ml *Memberlist) bind(ctx context.Context) (context.Context, context.Cancel
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(ml.ctx, cancel)
 	return ctx, func() { stop(); cancel() }
+}
+
+// Suspicions returns the suspicions in progress, as Machine.Suspicions
+// does: for each member suspect now whose suspicion timer runs, who
+// accused it, how many confirmed, and when it is declared dead unless it
+// refutes. It waits as Members does.
+func (ml *Memberlist) Suspicions() []Suspicion {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.Suspicions()
 }

@@ -38,6 +38,13 @@ func newRefusalLog(logger *zap.Logger) *refusalLog {
 // constant phrase ("packet with a wrong label"); fields say what was
 // refused, from whom.
 func (l *refusalLog) warn(kind string, fields ...zap.Field) {
+	l.warnEvery(kind, "refused: "+kind, fields...)
+}
+
+// warnEvery logs msg as warn does a refusal: at most once per kind per
+// refusalLogEvery, with the number of lines of that kind it did not log
+// since the last one.
+func (l *refusalLog) warnEvery(kind, msg string, fields ...zap.Field) {
 	now := l.now()
 	l.mu.Lock()
 	k := l.kinds[kind]
@@ -56,5 +63,5 @@ func (l *refusalLog) warn(kind string, fields ...zap.Field) {
 	if suppressed > 0 {
 		fields = append(fields, zap.Uint64("not_logged_since_last", suppressed))
 	}
-	l.logger.Warn("refused: "+kind, fields...)
+	l.logger.Warn(msg, fields...)
 }

@@ -3,6 +3,7 @@ package swim
 import (
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/swim-go/swim/internal/wire"
@@ -368,4 +369,40 @@ func (m *Machine) expireCheck(now, due time.Time, fc *finalCheck) {
 	}
 	m.stats.DeathsDeclared++
 	m.declareDead(now, mem, fc.incarnation, m.selfName, false)
+}
+
+// Suspicion is a suspicion in progress, as this member holds it: Name has
+// been suspect at Incarnation since Since (the start of the probe that
+// failed, or when the rumor arrived), accused first by From and since then
+// by Confirmations other members. Unless it refutes, it is declared dead
+// at Deadline: at once without Config.FinalCheck, after one last ping
+// unanswered (at most ProbeTimeout) with it. More confirmations bring
+// Deadline closer, down to the suspicion's shortest timeout; traffic
+// from the suspect (Config.AnyTrafficHeartbeat) starts it over.
+type Suspicion struct {
+	Name          string
+	Incarnation   uint64
+	From          string
+	Confirmations int
+	Since         time.Time
+	Deadline      time.Time
+}
+
+// Suspicions returns the suspicions whose timers run, of members suspect
+// now, sorted by name. A suspect member missing from it is in its final
+// check (Config.FinalCheck): past its Deadline, waiting for its last
+// ping's answer.
+func (m *Machine) Suspicions() []Suspicion {
+	out := make([]Suspicion, 0, len(m.suspicions))
+	for _, s := range m.suspicions {
+		if mem := m.lookup(s.name); mem == nil || mem.state() != StateSuspect || mem.inc() != s.incarnation {
+			continue
+		}
+		out = append(out, Suspicion{
+			Name: s.name, Incarnation: s.incarnation, From: s.from, Confirmations: len(s.confirmers),
+			Since: s.start, Deadline: s.start.Add(s.timeout()),
+		})
+	}
+	slices.SortFunc(out, func(a, b Suspicion) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

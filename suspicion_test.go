@@ -106,3 +106,66 @@ func TestSuspicionTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestSuspicions: Machine.Suspicions reports a suspicion from the moment
+// it is raised, with its accuser, its confirmations and the deadline at
+// which the member is then declared dead (FinalCheck off: exactly then); a
+// confirmation brings the deadline closer, and a refutation or the death
+// removes it.
+func TestSuspicions(t *testing.T) {
+	cfg := mtConfig()
+	cfg.SuspicionMult = 5 // K = 3 confirmations
+	cfg.SuspicionMaxTimeoutMult = 4
+	h := newMT(t, cfg)
+	h.joinPeers(9, 1)
+	require.Empty(t, h.m.Suspicions())
+
+	h.now = mtStart.Add(250 * time.Millisecond)
+	raised := h.now
+	h.feed(mtStranger, &wire.Suspect{Name: mtPeer(1), Incarnation: 1, From: "accuser"})
+	lo, hi := h.m.suspicionBounds()
+	require.Equal(t, []Suspicion{{
+		Name: mtPeer(1), Incarnation: 1, From: "accuser", Since: raised, Deadline: raised.Add(hi),
+	}}, h.m.Suspicions(), "no confirmation yet: the longest timeout")
+
+	h.now = h.now.Add(100 * time.Millisecond)
+	h.feed(mtStranger, &wire.Suspect{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
+	got := h.m.Suspicions()
+	require.Len(t, got, 1)
+	require.Equal(t, 1, got[0].Confirmations)
+	require.Equal(t, raised, got[0].Since, "a confirmation keeps the anchor")
+	require.True(t, got[0].Deadline.Before(raised.Add(hi)), "a confirmation brings the deadline closer")
+	require.False(t, got[0].Deadline.Before(raised.Add(lo)), "never before the shortest timeout")
+
+	// A second suspect, refuted: only the first remains.
+	h.feed(mtStranger, &wire.Suspect{Name: mtPeer(3), Incarnation: 1, From: "accuser"})
+	require.Equal(t, []string{mtPeer(1), mtPeer(3)}, suspicionNames(h.m.Suspicions()), "sorted by name")
+	h.feed(mtPeerAddr(3), mtAlive(3, 2))
+	require.Equal(t, []string{mtPeer(1)}, suspicionNames(h.m.Suspicions()), "a refutation ends the suspicion")
+
+	// The member is declared dead at the deadline last reported (this
+	// member's own failed probes of it confirm and move it meanwhile).
+	silent := map[netip.AddrPort]bool{mtPeerAddr(1): true}
+	var deadline, deathAt time.Time
+	for deathAt.IsZero() {
+		ss := h.m.Suspicions()
+		require.Len(t, ss, 1, "at %v", h.now.Sub(mtStart))
+		deadline = ss[0].Deadline
+		out := h.step(raised.Add(hi+2*cfg.ProbeInterval), silent)
+		for _, e := range out.eventsAbout(mtPeer(1)) {
+			if e.Kind == EventLeave {
+				deathAt = h.now
+			}
+		}
+	}
+	require.Equal(t, deadline, deathAt)
+	require.Empty(t, h.m.Suspicions(), "a death ends the suspicion")
+}
+
+func suspicionNames(ss []Suspicion) []string {
+	var names []string
+	for _, s := range ss {
+		names = append(names, s.Name)
+	}
+	return names
+}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -271,4 +272,108 @@ func TestAgentKeyfileReload(t *testing.T) {
 		}
 		require.False(t, p.has("garbage", "", ""), "stdout of %s holds a non-JSON line", p.name)
 	}
+}
+
+// TestAgentExitStatus: a bad command line exits with status 2 and says
+// what is wrong, -h with 0, a failure to start with 1.
+func TestAgentExitStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	bin := buildAgent(t)
+	status := func(args ...string) (int, string) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err == nil {
+			return 0, string(out)
+		}
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		return ee.ExitCode(), string(out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-profile", "local", "-pause-tolerance", "1ms"}, "-pause-tolerance: PauseTolerance (1ms) must be at least ProbeInterval"},
+		{[]string{"-indirect-checks", "-2"}, "-indirect-checks -2: must be at least 1"},
+		{[]string{"-http", "nowhere"}, `-http "nowhere": want host:port`},
+	} {
+		code, out := status(append([]string{"-port", "0"}, tc.args...)...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, out)
+		require.Contains(t, out, tc.want)
+	}
+	code, out := status("-h")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "-pause-tolerance")
+
+	// A port taken by another agent: the command line is fine, the start
+	// fails.
+	_, addr := startAgent(t, bin, "a")
+	code, out = status("-name", "b", "-port", addr[strings.LastIndexByte(addr, ':')+1:])
+	require.Equal(t, 1, code, out)
+}
+
+// TestAgentHealthEndpoint: /health answers 200 while the member runs and
+// 503 once it has left; /members lists the peer with its round trip.
+func TestAgentHealthEndpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	bin := buildAgent(t)
+	a, seed := startAgent(t, bin, "a", "-http", "127.0.0.1:0")
+	startAgent(t, bin, "b", "-join", seed, "-meta", "zone=x")
+	var web string
+	require.Eventually(t, func() bool {
+		var ok bool
+		web, ok = a.httpAddr()
+		return ok
+	}, waitLong, pollEvery)
+	fetch := func(path string, v any) int {
+		res, err := http.Get("http://" + web + path)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.NoError(t, json.NewDecoder(res.Body).Decode(v))
+		return res.StatusCode
+	}
+	var hb healthBody
+	require.Equal(t, http.StatusOK, fetch("/health", &hb))
+	require.Equal(t, "ok", hb.Status)
+	require.Eventually(t, func() bool {
+		var v membersView
+		fetch("/members", &v)
+		for _, m := range v.Members {
+			if m.Name == "b" && m.State == "alive" && m.RTTMillis != nil && m.Labels["zone"] == "x" {
+				return true
+			}
+		}
+		return false
+	}, waitLong, pollEvery, "/members does not show b alive with a round trip and its metadata")
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGUSR1))
+	require.Eventually(t, func() bool { return a.has("left", "a", "") }, waitLong, pollEvery)
+	require.Equal(t, http.StatusServiceUnavailable, fetch("/health", &hb))
+	require.Equal(t, "left", hb.Status)
+}
+
+// TestAgentLeaveOnTerm: with -leave-on-term, SIGTERM makes the member
+// leave gracefully before it exits, so its peers report it left, not dead.
+func TestAgentLeaveOnTerm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	bin := buildAgent(t)
+	a, seed := startAgent(t, bin, "a", "-leave-on-term")
+	b, _ := startAgent(t, bin, "b", "-join", seed)
+	require.Eventually(t, func() bool { return a.has("join", "b", "") && b.has("join", "a", "") }, waitLong, pollEvery)
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-a.done:
+		require.NoError(t, a.err, "exit status")
+	case <-time.After(waitLong):
+		t.Fatal("a did not exit on SIGTERM")
+	}
+	require.True(t, a.has("left", "a", ""), "a printed no left line")
+	require.Eventually(t, func() bool { return b.has("leave", "a", "left") }, waitLong, pollEvery, "b did not see a leave gracefully")
+	require.False(t, b.has("leave", "a", "dead"))
 }

@@ -1,11 +1,14 @@
 // Command agent runs one swim member and prints every membership event it
-// sees as one JSON line on stdout, for scripts, demos and black-box tests:
+// sees as one JSON line on stdout, for scripts, demos and black-box tests;
+// with -http it also serves a live page of the cluster, its members and
+// events as JSON, a health check and metrics, for operators:
 //
 //	{"t":1732890000123456789,"ev":"join","node":"node-2","addr":"127.0.0.1:40123","state":"alive"}
 //
 // "t" is the time in Unix nanoseconds; "ev" is one of
 //
 //	ready    this member listens (once, first; "addr" has the bound port)
+//	http     the -http server listens ("addr", with the port it picked)
 //	join     a member was seen alive for the first time, or again
 //	leave    a member failed ("state":"dead") or left gracefully ("left")
 //	suspect  a member is suspected of having failed
@@ -19,13 +22,75 @@
 // Events about this member itself are reported only as ready, left and
 // keyring. SIGUSR1 makes the member leave gracefully and keep running;
 // SIGHUP re-reads the key file (below); SIGTERM or SIGINT shut it down
-// (exit status 0). Logs go to stderr (-v for debug).
+// (exit status 0), after a graceful leave (at most 5s) with -leave-on-term,
+// as an orchestrator that only sends SIGTERM needs. A bad command line exits with status 2 and says which
+// flag is wrong, -h with 0, a failure to start (a port in use) with 1.
+// Logs go to stderr (-v for debug).
 //
 // Usage:
 //
 //	agent -name a -port 7946
 //	agent -name b -port 0 -join 127.0.0.1:7946
 //	agent -name c -keyfile /etc/swim/keys -label prod -allow 10.0.0.0/8
+//	agent -bind 0.0.0.0 -join swim.default.svc.cluster.local -http :8080
+//
+// # Membership and timing
+//
+//	-name NAME       member name, unique in the cluster (default: the host name)
+//	-bind IP         address to listen on, UDP and TCP (default 127.0.0.1;
+//	                 0.0.0.0 for every interface)
+//	-port N          port (default 7946; 0 picks a free one)
+//	-advertise IP[:PORT]  the address peers reach this member at when it
+//	                 is not the bound one (NAT, -bind 0.0.0.0)
+//	-join SEEDS      comma-separated host:port or host (port 7946); a DNS
+//	                 name stands for all its addresses, and is looked up
+//	                 again, with a backoff, while this member is alone (a
+//	                 Kubernetes headless Service: docs/kubernetes.md)
+//	-profile P       timing defaults: lan (default), wan or local
+//	                 (swim.DefaultConfig)
+//	-pause-tolerance D  the longest pause a member survives without being
+//	                 declared dead (Config.PauseTolerance; lan 5s, wan 15s,
+//	                 local 2s); at least the probe interval
+//	-indirect-checks K  members asked to ping a silent one (Config.IndirectChecks, 3)
+//	-probe-interval D   the protocol period (Config.ProbeInterval; lan 1s,
+//	                 wan 5s, local 200ms)
+//	-probe-timeout D    a ping's wait for its ack, shorter than the
+//	                 interval (Config.ProbeTimeout; lan 500ms, wan 3s,
+//	                 local 100ms)
+//	-leave-on-term   on SIGTERM or SIGINT, leave gracefully first (at most
+//	                 5s), so peers report this member left, not dead
+//	-meta TEXT       this member's metadata, gossiped to all (at most 512
+//	                 bytes of UTF-8); written as key=value pairs separated by
+//	                 commas ("zone=eu-1,role=db") it is shown as labels
+//
+// The timing flags override the profile's values; docs/tuning.md says what
+// each trades.
+//
+// # Live page and endpoints
+//
+// -http ADDR (host:port; ":8080" for every interface; port 0 picks one,
+// reported by the http line) serves, until the agent stops:
+//
+//	/         a live page of the cluster as this member sees it: every
+//	          member with its state, incarnation, round trip and metadata,
+//	          the suspicions in progress with the time left before each
+//	          suspect is declared dead, this member's local health and the
+//	          last 100 events; it polls the two endpoints below every
+//	          second and loads nothing from elsewhere
+//	/members  that view as JSON: self, state, time, health {score, max},
+//	          members [{name, addr, state, incarnation, meta or meta_base64,
+//	          labels, rtt_ms, local}], suspicions [{name, incarnation, from,
+//	          confirmations, since, deadline, remaining_ms}]
+//	/events   the last 100 events, oldest first: events [{seq, time, kind,
+//	          node, addr, state, incarnation}], last_seq, limit; ?after=SEQ
+//	          returns only the later ones
+//	/health   200 and {"status":"ok",...} while the member runs; 503 with
+//	          the status "left" once it left (SIGUSR1): a readiness probe
+//	/metrics  the member's counters for Prometheus
+//
+// The server stops before the member on SIGTERM, so a health check never
+// sees a member going away as healthy. It has no authentication: bind it
+// to an address only operators reach.
 //
 // # Encryption, label, allowed networks
 //
@@ -81,7 +146,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/signal"
 	"slices"
@@ -97,7 +161,15 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		// The usage is printed; asking for it is no failure.
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "agent:", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		os.Exit(1)
 	}
@@ -131,93 +203,20 @@ func (p *printer) print(l line) {
 	_ = p.enc.Encode(l) // stdout closed: nobody is listening, nothing to do
 }
 
-// options are the parsed flags.
-type options struct {
-	name, bind, join, profile string
-	port                      int
-	verbose                   bool
-
-	keys      [][]byte // -key
-	keyFile   string   // -keyfile
-	plaintext swim.PlaintextMode
-	label     string
-	allow     []netip.Prefix
-}
-
-// parseFlags parses the command line; errors name the flag.
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	host, _ := os.Hostname()
-	o := &options{}
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.name, "name", host, "member name, unique in the cluster")
-	fs.StringVar(&o.bind, "bind", "127.0.0.1", "IP address to listen on (UDP and TCP)")
-	fs.IntVar(&o.port, "port", swim.DefaultPort, "port to listen on; 0 picks a free one")
-	fs.StringVar(&o.join, "join", "", "comma-separated seeds (host:port, or host for port 7946)")
-	fs.StringVar(&o.profile, "profile", "lan", "timing profile: lan, wan or local")
-	fs.BoolVar(&o.verbose, "v", false, "debug logging on stderr")
-	key := fs.String("key", "", "comma-separated base64 AES keys (16, 24 or 32 bytes), the primary first")
-	fs.StringVar(&o.keyFile, "keyfile", "", "file of base64 keys, one a line, the primary first, and an optional line \"plaintext MODE\"; re-read on SIGHUP")
-	plaintext := fs.String("plaintext", "refuse", "with keys: refuse, accept or send plaintext (accept and send are temporary migration steps)")
-	fs.StringVar(&o.label, "label", "", "cluster label (at most 255 bytes): traffic with another label, or none, is dropped")
-	allow := fs.String("allow", "", "comma-separated networks (10.0.0.0/8) or addresses traffic may come from; empty allows all")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	if o.keyFile != "" {
-		// One source of truth: the file is re-read on SIGHUP, and a flag
-		// beside it would be forgotten then.
-		for _, f := range []string{"key", "plaintext"} {
-			if set[f] {
-				return nil, fmt.Errorf("-%s and -keyfile exclude each other: put the keys and the plaintext line in the file", f)
-			}
-		}
-	}
-	if set["key"] {
-		if o.keys, err = parseKeys(*key); err != nil {
-			return nil, fmt.Errorf("-key: %w", err)
-		}
-	}
-	if o.plaintext, err = swim.ParsePlaintextMode(*plaintext); err != nil {
-		return nil, fmt.Errorf("-plaintext: %w", err)
-	}
-	if o.plaintext != swim.PlaintextRefuse && len(o.keys) == 0 && o.keyFile == "" {
-		return nil, fmt.Errorf("-plaintext %s needs -key: without a key there is nothing to migrate to", o.plaintext)
-	}
-	if set["allow"] {
-		if o.allow, err = parseAllow(*allow); err != nil {
-			return nil, fmt.Errorf("-allow: %w", err)
-		}
-	}
-	return o, nil
-}
-
 func run(args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	cfg, err := swim.DefaultConfig(o.profile)
+	cfg, err := o.config()
 	if err != nil {
-		return fmt.Errorf("-profile: %w", err)
+		return err
 	}
-	cfg.Name = o.name
-	cfg.BindAddr = o.bind
-	cfg.BindPort = o.port
-	cfg.Label = o.label
-	cfg.AllowedCIDRs = o.allow
 
 	logger := newLogger(stderr, o.verbose)
 	defer func() { _ = logger.Sync() }()
 	cfg.Logger = logger
 
-	cfg.Keys, cfg.Plaintext = o.keys, o.plaintext
 	if o.keyFile != "" {
 		kf, err := readKeyFile(o.keyFile, func(msg string) { logger.Warn(msg) })
 		if err != nil {
@@ -227,7 +226,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	out := &printer{enc: json.NewEncoder(stdout)}
+	recent := &recentEvents{}
 	cfg.Events = swim.EventFunc(func(e swim.Event) {
+		recent.add(e)
 		if e.Member.Name == cfg.Name {
 			return // this member's own lifecycle is ready and left
 		}
@@ -256,6 +257,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(o.keys) > 0 || o.keyFile != "" {
 		printKeyring()
 	}
+	stopHTTP := func() {}
+	if o.httpAddr != "" {
+		w := &web{ml: ml, events: recent, healthMax: cfg.AwarenessMaxMultiplier - 1, metrics: metricsHandler(ml), now: time.Now}
+		stop, addr, err := serveHTTP(o.httpAddr, w.handler(), logger)
+		if err != nil {
+			_ = ml.Shutdown()
+			return fmt.Errorf("-http: %w", err)
+		}
+		stopHTTP = stop
+		defer stop()
+		out.print(line{Ev: "http", Node: local.Name, Addr: addr})
+		logger.Info("serving the live page", zap.String("url", "http://"+addr+"/"))
+	}
 
 	// Join and leave run on goroutines of their own so that a signal is
 	// handled at once; both end when ctx is cancelled, before Shutdown.
@@ -281,12 +295,28 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	var leaveOnce sync.Once
+	printLeft := sync.OnceFunc(func() { out.print(line{Ev: "left", Node: local.Name, Addr: local.Addr.String()}) })
 	for sig := range sigs {
 		switch {
 		case sig == syscall.SIGTERM || sig == os.Interrupt:
+			if o.leaveOnTerm {
+				// A second Leave (after SIGUSR1) waits for the same
+				// announcement.
+				logger.Info("leaving before shutting down", zap.Stringer("signal", sig))
+				lctx, lcancel := context.WithTimeout(ctx, leaveOnTermTimeout)
+				if err := ml.Leave(lctx); err != nil {
+					logger.Warn("leave before shutdown", zap.Error(err))
+				} else {
+					printLeft()
+				}
+				lcancel()
+			}
 			logger.Info("shutting down", zap.Stringer("signal", sig))
 			cancel()
 			wg.Wait()
+			// The HTTP server stops first: /health must not answer 200
+			// for a member going away.
+			stopHTTP()
 			return ml.Shutdown()
 		case slices.Contains(reloadSignals, sig):
 			if o.keyFile == "" {
@@ -311,13 +341,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 						}
 						return
 					}
-					out.print(line{Ev: "left", Node: local.Name, Addr: local.Addr.String()})
+					printLeft()
 				})
 			})
 		}
 	}
 	return nil
 }
+
+// leaveOnTermTimeout bounds the graceful leave of -leave-on-term: well
+// inside the 30 s an orchestrator usually waits after SIGTERM.
+const leaveOnTermTimeout = 5 * time.Second
 
 // newLogger logs human-readable lines to stderr: stdout is for events only.
 func newLogger(stderr io.Writer, verbose bool) *zap.Logger {

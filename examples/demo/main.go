@@ -4,6 +4,14 @@
 // another leave gracefully. Run it with `make demo` (or `go run
 // ./examples/demo`); it needs only the go command on PATH and cleans up its
 // processes on exit or Ctrl-C.
+//
+// With -ui (`make demo DEMO_FLAGS=-ui`) every agent also serves its live
+// page (the agent's -http), the demo prints the address of the first
+// one's, waits -ui-wait (10s) before the crash so that the page can be
+// opened first, and once done keeps the cluster running for -hold (5m
+// with -ui, else 0) before it stops the agents; Ctrl-C stops them sooner.
+// -ui-addr sets the first agent's page address (default a free port of
+// 127.0.0.1).
 package main
 
 import (
@@ -34,12 +42,36 @@ const (
 	detectTimeout = 20 * time.Second
 )
 
+// options are the demo's flags.
+type options struct {
+	verbose bool
+	ui      bool          // the agents serve their pages
+	uiAddr  string        // the first agent's page address
+	uiWait  time.Duration // with ui: before the crash
+	hold    time.Duration // how long the cluster runs on once done
+}
+
 func main() {
-	verbose := flag.Bool("v", false, "show the agents' logs")
+	var o options
+	flag.BoolVar(&o.verbose, "v", false, "show the agents' logs")
+	flag.BoolVar(&o.ui, "ui", false, "every agent serves its live page; print the first one's address and keep the cluster up for -hold")
+	flag.StringVar(&o.uiAddr, "ui-addr", "127.0.0.1:0", "with -ui: the first agent's page address (port 0: a free one)")
+	flag.DurationVar(&o.uiWait, "ui-wait", 10*time.Second, "with -ui: time to open the page before the crash")
+	hold := flag.Duration("hold", 0, "keep the cluster running this long once done (default 5m with -ui, else 0)")
 	flag.Parse()
+	o.hold = *hold
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "hold" })
+	if o.ui && !set {
+		o.hold = 5 * time.Minute
+	}
+	if o.hold < 0 || o.uiWait < 0 {
+		fmt.Fprintln(os.Stderr, "demo: -hold and -ui-wait must not be negative")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *verbose); err != nil {
+	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		stop()
 		os.Exit(1)
@@ -48,7 +80,8 @@ func main() {
 
 // event is one line an agent printed, tagged with the agent that printed it.
 type event struct {
-	T     int64  `json:"t"`
+	T int64 `json:"t"`
+	// Ev "http": Addr is the address of the agent's page.
 	Ev    string `json:"ev"`
 	Node  string `json:"node"`
 	Addr  string `json:"addr"`
@@ -62,10 +95,11 @@ type agent struct {
 	name string
 	cmd  *exec.Cmd
 	addr string // from its ready line
+	web  string // its page's address, from its http line (with -ui)
 	done chan struct{}
 }
 
-func run(ctx context.Context, verbose bool) error {
+func run(ctx context.Context, o options) error {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("the go command is needed to build the agent: %w", err)
@@ -105,7 +139,7 @@ func run(ctx context.Context, verbose bool) error {
 	}()
 	start := func(name string, args ...string) (*agent, error) {
 		cmd := exec.Command(bin, append([]string{"-name", name, "-profile", "local", "-bind", "127.0.0.1"}, args...)...)
-		if verbose { // otherwise the logs go to the null device
+		if o.verbose { // otherwise the logs go to the null device
 			cmd.Stderr = os.Stderr
 		}
 		stdout, err := cmd.StdoutPipe()
@@ -156,10 +190,12 @@ func run(ctx context.Context, verbose bool) error {
 				suspected[e.Node] = false
 				fmt.Printf("  %s refuted the suspicion (a false alarm: a busy machine?)\n", e.Node)
 			}
-		case "ready":
+		case "ready", "http":
 			for _, a := range agents {
-				if a.name == e.seenBy {
+				if a.name == e.seenBy && e.Ev == "ready" {
 					a.addr = e.Addr
+				} else if a.name == e.seenBy {
+					a.web = e.Addr
 				}
 			}
 		case "join":
@@ -191,6 +227,22 @@ func run(ctx context.Context, verbose bool) error {
 		return nil
 	}
 
+	// idle handles events for d, and fails only when interrupted.
+	idle := func(d time.Duration) error {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		for {
+			select {
+			case e := <-events:
+				handle(e)
+			case <-timer.C:
+				return nil
+			case <-ctx.Done():
+				return errors.New("interrupted")
+			}
+		}
+	}
+
 	names := make([]string, clusterSize)
 	for i := range names {
 		names[i] = fmt.Sprintf("node-%d", i+1)
@@ -198,16 +250,25 @@ func run(ctx context.Context, verbose bool) error {
 
 	// The seed takes a free port and says which in its ready line.
 	began := time.Now()
-	seed, err := start(names[0], "-port", "0")
+	webArgs := func(addr string) []string {
+		if !o.ui {
+			return nil
+		}
+		return []string{"-http", addr}
+	}
+	seed, err := start(names[0], append([]string{"-port", "0"}, webArgs(o.uiAddr)...)...)
 	if err != nil {
 		return err
 	}
-	if err := waitUntil(names[0]+" to listen", startTimeout, func() bool { return seed.addr != "" }); err != nil {
+	if err := waitUntil(names[0]+" to listen", startTimeout, func() bool { return seed.addr != "" && (!o.ui || seed.web != "") }); err != nil {
 		return err
 	}
 	fmt.Printf("%s listening on %s\n", seed.name, seed.addr)
+	if o.ui {
+		fmt.Printf("\n  live page of %s: http://%s/\n\n", seed.name, seed.web)
+	}
 	for _, name := range names[1:] {
-		if _, err := start(name, "-port", "0", "-join", seed.addr); err != nil {
+		if _, err := start(name, append([]string{"-port", "0", "-join", seed.addr}, webArgs("127.0.0.1:0")...)...); err != nil {
 			return err
 		}
 	}
@@ -237,6 +298,12 @@ func run(ctx context.Context, verbose bool) error {
 	// A crash: SIGKILL leaves no chance to say goodbye; the others must
 	// notice by themselves (probe, suspicion, death).
 	victim := agents[2]
+	if o.ui && o.uiWait > 0 {
+		fmt.Printf("%s will be killed in %v: open http://%s/ to watch\n", victim.name, o.uiWait, seed.web)
+		if err := idle(o.uiWait); err != nil {
+			return err
+		}
+	}
 	killed := time.Now()
 	mark = killed
 	if err := victim.cmd.Process.Kill(); err != nil {
@@ -262,6 +329,17 @@ func run(ctx context.Context, verbose bool) error {
 		if err := reportLeaves(waitUntil, left, rest, leaver.name, asked, detectTimeout); err != nil {
 			return err
 		}
+	}
+	if o.hold > 0 {
+		fmt.Printf("\ndone in %.1fs; the cluster runs on for %v (Ctrl-C stops it sooner)\n", time.Since(began).Seconds(), o.hold)
+		if o.ui {
+			fmt.Printf("  live page of %s: http://%s/\n", seed.name, seed.web)
+		}
+		// Events are still read, so that no agent blocks on its stdout;
+		// Ctrl-C ends the hold, which is no failure.
+		_ = idle(o.hold)
+		fmt.Println("stopping the agents")
+		return nil
 	}
 	fmt.Printf("\ndone in %.1fs; stopping the agents\n", time.Since(began).Seconds())
 	return nil

@@ -138,9 +138,9 @@ var flagLine = regexp.MustCompile(`(?m)^  -([^\s=]+)`)
 // AgentFlags returns the names of the flags the agent binary bin defines,
 // from the usage it prints for -h.
 func AgentFlags(bin string) ([]string, error) {
-	// -h makes the agent print its usage and exit with status 1 (the
-	// flag package's ErrHelp is an error to it), so the status says
-	// nothing; the usage does.
+	// -h makes the agent print its usage; older agents then exit with
+	// status 1 (the flag package's ErrHelp is an error to them), newer
+	// ones with 0, so the status says nothing; the usage does.
 	out, _ := exec.Command(bin, "-h").CombinedOutput()
 	var names []string
 	for _, m := range flagLine.FindAllSubmatch(out, -1) {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFlagsSetTheConfig(t *testing.T) {
+	o, err := parseFlags([]string{
+		"-name", "x", "-profile", "wan", "-pause-tolerance", "20s", "-indirect-checks", "5",
+		"-probe-interval", "2s", "-probe-timeout", "700ms", "-meta", "zone=eu", "-advertise", "10.1.2.3:9000",
+	}, io.Discard)
+	require.NoError(t, err)
+	cfg, err := o.config()
+	require.NoError(t, err)
+	require.Equal(t, 20*time.Second, cfg.PauseTolerance)
+	require.Equal(t, 5, cfg.IndirectChecks)
+	require.Equal(t, 2*time.Second, cfg.ProbeInterval)
+	require.Equal(t, 700*time.Millisecond, cfg.ProbeTimeout)
+	require.Equal(t, []byte("zone=eu"), cfg.Meta)
+	require.Equal(t, "10.1.2.3", cfg.AdvertiseAddr)
+	require.Equal(t, 9000, cfg.AdvertisePort)
+	require.Equal(t, 60*time.Second, cfg.GossipToDeadTime, "the rest is the profile's")
+
+	// Flags not given keep the profile's values.
+	o, err = parseFlags([]string{"-profile", "local"}, io.Discard)
+	require.NoError(t, err)
+	cfg, err = o.config()
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Second, cfg.PauseTolerance)
+	require.Equal(t, 3, cfg.IndirectChecks)
+	require.Empty(t, cfg.Meta)
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-profile", "moon"}, `-profile: swim: invalid config: profile "moon"`},
+		{[]string{"-pause-tolerance", "-1s"}, "-pause-tolerance -1s: must be positive"},
+		{[]string{"-pause-tolerance", "soon"}, `invalid value "soon" for flag -pause-tolerance`},
+		{[]string{"-profile", "local", "-pause-tolerance", "100ms"}, "-pause-tolerance: PauseTolerance (100ms) must be at least ProbeInterval (200ms)"},
+		{[]string{"-probe-timeout", "2s"}, "-probe-timeout: ProbeTimeout (2s) must be shorter than ProbeInterval (1s)"},
+		{[]string{"-indirect-checks", "0"}, "-indirect-checks 0: must be at least 1"},
+		{[]string{"-meta", string(make([]byte, 600))}, "-meta: Meta is 600 bytes, over MaxMetaSize 512"},
+		{[]string{"-meta", "\xff"}, "-meta: not UTF-8 text"},
+		{[]string{"-advertise", "0.0.0.0"}, "-advertise: \"0.0.0.0\" cannot be reached by peers"},
+		{[]string{"-advertise", "host"}, "-advertise: \"host\" is neither an IP address nor ip:port"},
+		{[]string{"-http", "8080"}, `-http "8080": want host:port`},
+		{[]string{"-bind", "localhost"}, `-bind: BindAddr "localhost" is not an IP address`},
+		{[]string{"-name", ""}, "-name: Name is empty"},
+		{[]string{"extra"}, `unexpected arguments ["extra"]`},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			o, err := parseFlags(tc.args, io.Discard)
+			if err == nil {
+				_, err = o.config()
+			}
+			require.Error(t, err)
+			require.ErrorIs(t, err, errUsage, "a bad command line exits with status 2")
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+	_, err := parseFlags([]string{"-h"}, io.Discard)
+	require.True(t, errors.Is(err, flag.ErrHelp))
+	require.False(t, errors.Is(err, errUsage), "-h is no error")
+}

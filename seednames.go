@@ -1,0 +1,150 @@
+package swim
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Seed names. A seed given by DNS name (a Kubernetes headless Service, a
+// round-robin record) may not resolve yet when the member starts: the
+// records appear once the pods behind them run, and the first pod of a
+// StatefulSet finds none. Or it may resolve to this member alone, when
+// every pod starts at once. Join keeps such names and, while this member is
+// alone, resolves them again in the background, with a backoff from
+// ProbeInterval doubling up to ReconnectInterval, until ReconnectTimeout
+// after the Join (the time its seeds are retried for). Addresses not seen
+// before become seeds, and this member joins through them; failed lookups
+// are counted (MemberlistStats.SeedLookupsFailed) and logged at most once
+// per 10 s. With ReconnectInterval 0 nothing is retried.
+
+// seedNames is what the background resolver works from. Guarded by
+// Memberlist.seedMu.
+type seedNames struct {
+	names   []string  // the seed addresses of the last Join that are DNS names
+	until   time.Time // when they are forgotten
+	running bool      // the resolver goroutine runs
+}
+
+// rememberSeedNames keeps the names among addrs for the background
+// resolver, replacing those of an earlier Join, and starts it if it does
+// not run. failed says how many of them did not resolve in Join itself.
+func (ml *Memberlist) rememberSeedNames(addrs []string, failed int) {
+	ml.seedLookupsFailed.Add(uint64(failed))
+	if ml.cfg.ReconnectInterval <= 0 {
+		return
+	}
+	var names []string
+	for _, a := range addrs {
+		if isSeedName(a) {
+			names = append(names, a)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	ml.seedMu.Lock()
+	defer ml.seedMu.Unlock()
+	ml.seedNames.names = names
+	ml.seedNames.until = time.Now().Add(ml.cfg.ReconnectTimeout)
+	if ml.seedNames.running {
+		return
+	}
+	// Shutdown waits for ml.wg once it has set closed under ml.mu, so a
+	// goroutine added under the read lock while not closed is waited for.
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	if ml.closed {
+		return
+	}
+	ml.seedNames.running = true
+	ml.wg.Go(ml.resolveSeedNames)
+}
+
+// resolveSeedNames is the background resolver: see Seed names above.
+func (ml *Memberlist) resolveSeedNames() {
+	first := ml.cfg.ProbeInterval
+	delay := first
+	timer := time.NewTimer(jittered(delay))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ml.stop:
+			ml.stopResolving()
+			return
+		case <-timer.C:
+		}
+		ml.seedMu.Lock()
+		names, until := ml.seedNames.names, ml.seedNames.until
+		if !time.Now().Before(until) {
+			ml.seedNames = seedNames{}
+			ml.seedMu.Unlock()
+			return
+		}
+		ml.seedMu.Unlock()
+
+		if !ml.alone() {
+			// Nothing to do while the member has company; ask again
+			// promptly once it is alone again (its peers all gone, as in
+			// a cluster restarted with new addresses).
+			delay = first
+			timer.Reset(jittered(ml.cfg.ReconnectInterval))
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ml.ctx, ml.cfg.StreamTimeout)
+		addrs, errs := resolveSeeds(ctx, ml.lookup(), names)
+		cancel()
+		if ml.isShutdown() {
+			ml.stopResolving()
+			return
+		}
+		delay = min(delay*2, ml.cfg.ReconnectInterval)
+		if len(errs) > 0 {
+			ml.seedLookupsFailed.Add(uint64(len(errs)))
+			ml.refusals.warnEvery("seed lookup", "seed name did not resolve; retrying while alone",
+				zap.Errors("errors", errs), zap.Duration("next_in", delay))
+		}
+		if len(addrs) > 0 {
+			var started int
+			if err := ml.input(func(now time.Time) { started = ml.machine.addSeeds(now, addrs, until) }); err != nil {
+				ml.stopResolving()
+				return
+			}
+			if started > 0 {
+				ml.logger.Info("seed name resolved to new addresses; joining through them",
+					zap.Strings("names", names), zap.Int("joins", started))
+			}
+		}
+		timer.Reset(jittered(delay))
+	}
+}
+
+// stopResolving notes that the resolver goroutine ended early (Shutdown).
+func (ml *Memberlist) stopResolving() {
+	ml.seedMu.Lock()
+	ml.seedNames.running = false
+	ml.seedMu.Unlock()
+}
+
+// alone reports whether this member is alive and knows no other live one.
+func (ml *Memberlist) alone() bool {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return !ml.closed && ml.machine.self.state() == StateAlive && ml.machine.numOthers() == 0
+}
+
+// lookup is the resolver of seed names.
+func (ml *Memberlist) lookup() lookupFunc {
+	if ml.cfg.seedLookup != nil {
+		return ml.cfg.seedLookup
+	}
+	return lookupDefault
+}
+
+// jittered spreads d over [0.75d, 1.25d), so that members started together
+// do not ask the DNS server in step.
+func jittered(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
+}
