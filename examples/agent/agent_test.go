@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -349,6 +350,18 @@ func TestAgentHealthEndpoint(t *testing.T) {
 		}
 		return false
 	}, waitLong, pollEvery, "/members does not show b alive with a round trip and its metadata")
+
+	// /metrics: the Prometheus text of the member (swimprom), with the
+	// table's gauge counting both members alive.
+	res, err := http.Get("http://" + web + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, string(body), `swim_members{state="alive"} 2`)
+	require.Contains(t, string(body), "swim_packets_sent_total ")
+	require.Contains(t, string(body), "go_goroutines ")
 
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGUSR1))
 	require.Eventually(t, func() bool { return a.has("left", "a", "") }, waitLong, pollEvery)

@@ -245,6 +245,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	signal.Notify(sigs, append(append([]os.Signal{syscall.SIGTERM, os.Interrupt}, leaveSignals...), reloadSignals...)...)
 	defer signal.Stop(sigs)
 
+	var metrics *agentMetrics
+	if o.httpAddr != "" {
+		if metrics, err = newAgentMetrics(cfg); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
 	ml, err := swim.New(cfg)
 	if err != nil {
 		return err
@@ -259,7 +265,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	stopHTTP := func() {}
 	if o.httpAddr != "" {
-		w := &web{ml: ml, events: recent, healthMax: cfg.AwarenessMaxMultiplier - 1, metrics: metricsHandler(ml), now: time.Now}
+		w := &web{ml: ml, events: recent, healthMax: cfg.AwarenessMaxMultiplier - 1, metrics: metrics.handler(ml), now: time.Now}
 		stop, addr, err := serveHTTP(o.httpAddr, w.handler(), logger)
 		if err != nil {
 			_ = ml.Shutdown()
