@@ -114,6 +114,7 @@ var statSpecs = []statSpec{
 	{field: "ViewDigestsDiffering", name: "view_digests_differing_total", help: "View digests received that differed from this member's view while both stood still."},
 
 	// The driver.
+	{field: "SeedLookupsFailed", name: "seed_lookups_failed_total", help: "Lookups of seed names that failed, in Join and in the retries while this member is alone."},
 	{field: "EventsDropped", name: "events_dropped_total", help: "Membership events dropped because EventBuffer events were already waiting for the handler."},
 
 	// Traffic refused before the protocol saw it, by reason.
