@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +72,40 @@ func TestBadFlags(t *testing.T) {
 	_, err := parseFlags([]string{"-h"}, io.Discard)
 	require.True(t, errors.Is(err, flag.ErrHelp))
 	require.False(t, errors.Is(err, errUsage), "-h is no error")
+}
+
+// TestKubernetesManifestArgs: the agent's arguments in k8s.yaml, with the
+// downward API's variables filled in, are a valid command line.
+func TestKubernetesManifestArgs(t *testing.T) {
+	b, err := os.ReadFile("k8s.yaml")
+	require.NoError(t, err)
+	var args []string
+	inArgs := false
+	for l := range strings.SplitSeq(string(b), "\n") {
+		s := strings.TrimSpace(l)
+		switch {
+		case s == "args:":
+			inArgs = true
+		case inArgs && strings.HasPrefix(s, "- -"):
+			args = append(args, strings.TrimPrefix(s, "- "))
+		default:
+			inArgs = false
+		}
+	}
+	require.NotEmpty(t, args, "no container args in k8s.yaml")
+	vars := strings.NewReplacer("$(POD_NAME)", "swim-0", "$(POD_NAMESPACE)", "default",
+		"$(POD_IP)", "10.1.2.3", "$(NODE_NAME)", "node-a")
+	for i := range args {
+		args[i] = vars.Replace(args[i])
+		require.NotContains(t, args[i], "$(", "a variable the test does not know")
+	}
+	o, err := parseFlags(args, io.Discard)
+	require.NoError(t, err)
+	cfg, err := o.config()
+	require.NoError(t, err)
+	require.Equal(t, "swim-0", cfg.Name)
+	require.Equal(t, "10.1.2.3", cfg.AdvertiseAddr)
+	require.Equal(t, "swim.default.svc.cluster.local:7946", o.join)
+	require.True(t, o.leaveOnTerm)
+	require.Equal(t, ":8080", o.httpAddr)
 }

@@ -86,7 +86,8 @@
 //	          returns only the later ones
 //	/health   200 and {"status":"ok",...} while the member runs; 503 with
 //	          the status "left" once it left (SIGUSR1): a readiness probe
-//	/metrics  the member's counters for Prometheus
+//	/metrics  the member's metrics for Prometheus (package swimprom), with
+//	          the Go runtime's and the process's
 //
 // The server stops before the member on SIGTERM, so a health check never
 // sees a member going away as healthy. It has no authentication: bind it
