@@ -38,8 +38,8 @@ const digestRounds = 60
 
 // viewDigest summarises this member's view: the ring holds the live
 // members, itself included.
-func (m *Machine) viewDigest() *wire.ViewDigest {
-	return &wire.ViewDigest{Live: uint32(m.ring.len()), Digest: m.ringXor}
+func (m *Machine) viewDigest() wire.ViewDigest {
+	return wire.ViewDigest{Live: uint32(m.ring.len()), Digest: m.ringXor}
 }
 
 // viewStill reports whether the ring has stood still for the last
@@ -64,7 +64,7 @@ func (m *Machine) handleViewDigest(now time.Time, sender *memberState, d *wire.V
 		return
 	}
 	mine := m.viewDigest()
-	if *mine == *d {
+	if mine == *d {
 		return
 	}
 	m.stats.ViewDigestsDiffering++

@@ -224,7 +224,8 @@ func (m *Machine) tickHeartbeat(now time.Time) {
 		}
 		if digest {
 			m.stats.ViewDigestsSent++
-			vd = m.viewDigest()
+			d := m.viewDigest()
+			vd = &d
 		}
 		m.sendWith(m.addrOf(p), hb, claim, vd)
 	}

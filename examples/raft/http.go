@@ -28,6 +28,9 @@ type Status struct {
 	Keys          int            `json:"keys"`
 	Configuration []Server       `json:"configuration"`
 	Members       []MemberStatus `json:"members"`
+	// EventsDropped counts swim events the supervisor was too far behind
+	// to take; each gap makes the reconciler resync from a snapshot.
+	EventsDropped uint64 `json:"events_dropped"`
 }
 
 // MemberStatus is one swim member in Status.
@@ -127,13 +130,14 @@ func (n *Node) redirect(w http.ResponseWriter, r *http.Request) {
 func (n *Node) Status() Status {
 	addr, id := n.raft.LeaderWithID()
 	st := Status{
-		Name:         n.cfg.Name,
-		State:        n.raft.State().String(),
-		LeaderID:     string(id),
-		LeaderAddr:   string(addr),
-		Term:         n.raft.CurrentTerm(),
-		AppliedIndex: n.raft.AppliedIndex(),
-		Keys:         n.fsm.Len(),
+		Name:          n.cfg.Name,
+		State:         n.raft.State().String(),
+		LeaderID:      string(id),
+		LeaderAddr:    string(addr),
+		Term:          n.raft.CurrentTerm(),
+		AppliedIndex:  n.raft.AppliedIndex(),
+		Keys:          n.fsm.Len(),
+		EventsDropped: n.eventsDropped.Load(),
 	}
 	if servers, err := (raftConfiguration{n.raft}).Servers(); err == nil {
 		st.Configuration = servers

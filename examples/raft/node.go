@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -86,6 +87,8 @@ type Node struct {
 	meta   Meta
 
 	events chan swim.Event // from swim's dispatcher to the supervisor; see handleEvent
+	// eventsDropped counts the events handleEvent dropped (Status).
+	eventsDropped atomic.Uint64
 	stop   chan struct{}
 	wg     sync.WaitGroup
 
@@ -266,6 +269,7 @@ func (n *Node) handleEvent(e swim.Event) {
 	select {
 	case n.events <- e:
 	default:
+		n.eventsDropped.Add(1)
 	}
 }
 
