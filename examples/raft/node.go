@@ -89,8 +89,8 @@ type Node struct {
 	events chan swim.Event // from swim's dispatcher to the supervisor; see handleEvent
 	// eventsDropped counts the events handleEvent dropped (Status).
 	eventsDropped atomic.Uint64
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	stop          chan struct{}
+	wg            sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
