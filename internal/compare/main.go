@@ -15,7 +15,8 @@
 // (memberlist.DefaultLANConfig, swim.DefaultLANConfig), then at matched
 // settings:
 //
-//   - bootstrap: N members join through member 0, -join-par at a time; the
+//   - bootstrap: N members join through member 0, -join-par at a time
+//     (and at most -join-rate a second, when set); the
 //     time until every member sees N live members, bounded by
 //     max(-boot-bound, N × -boot-per-node). A cluster that does not get there
 //     is reported with the minimum and median count seen at the bound.
@@ -95,6 +96,7 @@ type options struct {
 	searchWindow time.Duration
 	searchBudget time.Duration
 	joinPar      int
+	joinRate     float64
 	poll         time.Duration
 	libs         []string
 	jsonPath     string
@@ -166,6 +168,7 @@ func main() {
 	flag.DurationVar(&o.searchWindow, "search-window", 15*time.Second, "how long a converged cluster must stay free of false deaths in the search")
 	flag.DurationVar(&o.searchBudget, "search-budget", 10*time.Minute, "no search run starts after this much search time")
 	flag.IntVar(&o.joinPar, "join-par", 16, "joins in flight at once during bootstrap")
+	flag.Float64Var(&o.joinRate, "join-rate", 0, "joins started per second at most during bootstrap (0: no limit beyond -join-par)")
 	flag.DurationVar(&o.poll, "poll", 250*time.Millisecond, "how often convergence is checked during bootstrap")
 	libs := flag.String("libs", "swim,memberlist", "libraries to run")
 	flag.BoolVar(&swimDirect, "swim-direct", true, "swim handles packets on the transport's reader goroutine (false: through the Packets channel)")

@@ -360,7 +360,11 @@ func printNotes(w io.Writer, rep *report, matched bool) {
 	var notes []string
 	add := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
 	add("* measured on a cluster that had not converged (crash: over the survivors that had the member live when it crashed, the share given).")
-	add("bootstrap: members join through member 0, %s at a time; time from the first join until every member counts N live members.", rep.Options["join-par"])
+	pace := ""
+	if r := rep.Options["join-rate"]; r != "" && r != "0" {
+		pace = fmt.Sprintf(", at most %s joins started a second", r)
+	}
+	add("bootstrap: members join through member 0, %s at a time%s; time from the first join until every member counts N live members.", rep.Options["join-par"], pace)
 	add("steady state: a %.0f s window starting %s after convergence; CPU is the process's (getrusage) divided by N;"+
 		" bytes are what each member's transport sent (UDP packets plus stream writes of both ends); heap and stacks are"+
 		" the growth of HeapInuse and StackInuse since before the cluster started, after a forced GC, divided by N.", rep.Window, rep.Options["settle"])

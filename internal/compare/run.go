@@ -275,7 +275,20 @@ func runCluster(lib library, p plan, o *options) (res result) {
 	}
 	go func() {
 		defer close(next)
+		var gap <-chan time.Time
+		if o.joinRate > 0 {
+			t := time.NewTicker(time.Duration(float64(time.Second) / o.joinRate))
+			defer t.Stop()
+			gap = t.C
+		}
 		for _, m := range members[1:] {
+			if gap != nil {
+				select {
+				case <-gap:
+				case <-ctx.Done():
+					return
+				}
+			}
 			select {
 			case next <- m:
 			case <-ctx.Done():
