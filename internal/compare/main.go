@@ -200,6 +200,11 @@ func main() {
 	if o.joinPar < 1 {
 		o.joinPar = 1
 	}
+	if o.joinRate < 0 || o.joinRate > 1e6 {
+		// Beyond a million a second the ticker's period rounds to nothing.
+		fmt.Fprintf(os.Stderr, "compare: -join-rate must be between 0 and 1e6, is %g\n", o.joinRate)
+		os.Exit(2)
+	}
 	if traceFalse {
 		go traceLag()
 	}
