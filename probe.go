@@ -168,7 +168,7 @@ func ringKeyOf(name string) uint64 {
 	return h
 }
 
-func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys, names: m.reg.names} }
+func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys, names: m.reg} }
 
 func (m *Machine) ringInsert(s *memberState) {
 	if m.ring.insert(m.ringOrder(), s.id) {

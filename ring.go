@@ -25,8 +25,11 @@ const ringBlockMax = 512
 // name alone when keys is nil (the name index, table.go).
 type ringOrder struct {
 	keys  []uint64
-	names []string
+	names nameSource
 }
+
+// nameSource gives the name of an id (a Registry).
+type nameSource interface{ name(id uint32) string }
 
 func (o ringOrder) cmp(a, b uint32) int {
 	if o.keys != nil {
@@ -37,7 +40,7 @@ func (o ringOrder) cmp(a, b uint32) int {
 			return 1
 		}
 	}
-	return strings.Compare(o.names[a], o.names[b])
+	return strings.Compare(o.names.name(a), o.names.name(b))
 }
 
 func (r *ringList) len() int { return r.n }

@@ -13,10 +13,11 @@ import (
 // splits and emptied blocks.
 func TestRingListMatchesSortedSlice(t *testing.T) {
 	const ids = 3000
-	o := ringOrder{keys: make([]uint64, ids), names: make([]string, ids)}
+	names := make(nameList, ids)
+	o := ringOrder{keys: make([]uint64, ids), names: names}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range ids {
-		o.names[i] = fmt.Sprintf("m%d", i)
+		names[i] = fmt.Sprintf("m%d", i)
 		o.keys[i] = rng.Uint64() % 500 // collisions: names break the ties
 	}
 	var r ringList
@@ -60,3 +61,8 @@ func TestRingListMatchesSortedSlice(t *testing.T) {
 	check()
 	require.Greater(t, len(r.blocks), 1)
 }
+
+// nameList is a nameSource of fixed names.
+type nameList []string
+
+func (l nameList) name(id uint32) string { return l[id] }

@@ -1,9 +1,6 @@
 package swim
 
 import (
-	"bytes"
-	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"time"
 
@@ -26,177 +23,6 @@ import (
 //
 // A Machine made by NewMachine has a Registry of its own; a simulator gives
 // many Machines one Registry with Registry.NewMachine.
-
-// Registry interns member identities for the Machines that share it. It is
-// not safe for concurrent use: Machines sharing a Registry must be driven
-// from one goroutine, as a simulator does. Names and versions no Machine
-// holds any more are freed and their ids reused, so a long-running member
-// with a private Registry does not grow with churn.
-type Registry struct {
-	byName map[string]uint32
-	// byAddr maps an address to the name last seen at it, to recognize
-	// the sender of any packet (Geode's heartbeat). Machines check the
-	// answer against their own view.
-	byAddr map[netip.AddrPort]uint32
-
-	// per name id
-	names    []string
-	ringKeys []uint64
-	nameRefs []uint32 // Machines with an entry for the name
-	verHead  []uint32 // first version of the name, 0 if none
-	freeIDs  []uint32
-
-	// per version (1-based; 0 means none)
-	verAddr  []netip.AddrPort
-	verMeta  [][]byte
-	verVers  []wire.Versions // what the member announced it speaks, zero if not known
-	verName  []uint32
-	verNext  []uint32 // next version of the same name
-	verRefs  []uint32 // entries pointing at the version
-	freeVers []uint32
-}
-
-// maxVersions bounds the versions alive at once: an entry packs its version
-// into 24 bits.
-const maxVersions = 1<<24 - 1
-
-// NewRegistry returns an empty Registry.
-func NewRegistry() *Registry {
-	return &Registry{
-		byName:  make(map[string]uint32),
-		byAddr:  make(map[netip.AddrPort]uint32),
-		verAddr: make([]netip.AddrPort, 1),
-		verMeta: make([][]byte, 1),
-		verVers: make([]wire.Versions, 1),
-		verName: make([]uint32, 1),
-		verNext: make([]uint32, 1),
-		verRefs: make([]uint32, 1),
-	}
-}
-
-// NewMachine is like the package's NewMachine, with the Machine's member
-// identities kept in r.
-func (r *Registry) NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time, opts ...MachineOption) (*Machine, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	m := &Machine{}
-	m.init(cfg, r, addr, rng, now)
-	for _, o := range opts {
-		o(m)
-	}
-	return m, nil
-}
-
-// Names counts the member names interned (for memory accounting).
-func (r *Registry) Names() int { return len(r.byName) }
-
-func (r *Registry) lookup(name string) (uint32, bool) {
-	id, ok := r.byName[name]
-	return id, ok
-}
-
-// acquireName returns the id of name, interning it, and counts one more
-// holder.
-func (r *Registry) acquireName(name string) uint32 {
-	id, ok := r.byName[name]
-	if !ok {
-		if n := len(r.freeIDs); n > 0 {
-			id = r.freeIDs[n-1]
-			r.freeIDs = r.freeIDs[:n-1]
-			r.names[id] = name
-			r.ringKeys[id] = ringKeyOf(name)
-		} else {
-			id = uint32(len(r.names))
-			r.names = append(r.names, name)
-			r.ringKeys = append(r.ringKeys, ringKeyOf(name))
-			r.nameRefs = append(r.nameRefs, 0)
-			r.verHead = append(r.verHead, 0)
-		}
-		r.byName[name] = id
-	}
-	r.nameRefs[id]++
-	return id
-}
-
-func (r *Registry) releaseName(id uint32) {
-	r.nameRefs[id]--
-	if r.nameRefs[id] > 0 {
-		return
-	}
-	delete(r.byName, r.names[id])
-	r.names[id] = ""
-	r.freeIDs = append(r.freeIDs, id)
-}
-
-// acquireVersion returns the version of name id at (addr, meta), creating it
-// if no holder has it yet, and counts one more holder.
-func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte, vers wire.Versions) uint32 {
-	for v := r.verHead[id]; v != 0; v = r.verNext[v] {
-		if r.verAddr[v] == addr && bytes.Equal(r.verMeta[v], meta) && r.verVers[v] == vers {
-			r.verRefs[v]++
-			return v
-		}
-	}
-	var v uint32
-	if n := len(r.freeVers); n > 0 {
-		v = r.freeVers[n-1]
-		r.freeVers = r.freeVers[:n-1]
-	} else {
-		if len(r.verAddr) > maxVersions {
-			// Not reachable from the network: a Machine holds one version
-			// per entry, and MaxMembers keeps its entries below 2^20; only
-			// a simulator sharing a registry among more Machines than that
-			// could get here.
-			panic(fmt.Sprintf("swim: over %d member versions in one registry", maxVersions))
-		}
-		v = uint32(len(r.verAddr))
-		r.verAddr = append(r.verAddr, netip.AddrPort{})
-		r.verMeta = append(r.verMeta, nil)
-		r.verVers = append(r.verVers, wire.Versions{})
-		r.verName = append(r.verName, 0)
-		r.verNext = append(r.verNext, 0)
-		r.verRefs = append(r.verRefs, 0)
-	}
-	r.verAddr[v], r.verMeta[v], r.verName[v], r.verRefs[v] = addr, cloneBytes(meta), id, 1
-	r.verVers[v] = vers
-	r.verNext[v], r.verHead[id] = r.verHead[id], v
-	r.byAddr[addr] = id
-	return v
-}
-
-func (r *Registry) releaseVersion(v uint32) {
-	r.verRefs[v]--
-	if r.verRefs[v] > 0 {
-		return
-	}
-	id, addr := r.verName[v], r.verAddr[v]
-	// Unlink it from its name's list.
-	if r.verHead[id] == v {
-		r.verHead[id] = r.verNext[v]
-	} else {
-		for p := r.verHead[id]; p != 0; p = r.verNext[p] {
-			if r.verNext[p] == v {
-				r.verNext[p] = r.verNext[v]
-				break
-			}
-		}
-	}
-	if r.byAddr[addr] == id && !r.hasAddr(id, addr) {
-		delete(r.byAddr, addr)
-	}
-	r.verAddr[v], r.verMeta[v], r.verNext[v], r.verVers[v] = netip.AddrPort{}, nil, 0, wire.Versions{}
-	r.freeVers = append(r.freeVers, v)
-}
-
-func (r *Registry) hasAddr(id uint32, addr netip.AddrPort) bool {
-	for v := r.verHead[id]; v != 0; v = r.verNext[v] {
-		if r.verAddr[v] == addr {
-			return true
-		}
-	}
-	return false
-}
 
 // memberState is one entry of a Machine's member table: 20 bytes, no
 // pointers. The zero value means "no entry".
@@ -254,7 +80,7 @@ func (m *Machine) lookup(name string) *memberState {
 
 // lookupBytes is lookup for a name still in a packet, without copying it.
 func (m *Machine) lookupBytes(name []byte) *memberState {
-	id, ok := m.reg.byName[string(name)]
+	id, ok := m.reg.lookupBytes(name)
 	if !ok {
 		return nil
 	}
@@ -293,7 +119,7 @@ func (m *Machine) tableSize() int { return m.ring.len() + m.dead.len() }
 // setIdentity moves the entry to the version at (addr, meta, vers).
 func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, vers wire.Versions) {
 	old := s.version()
-	if m.reg.verAddr[old] == addr && bytes.Equal(m.reg.verMeta[old], meta) && m.reg.verVers[old] == vers {
+	if m.reg.sameVersion(old, addr, meta, vers) {
 		return
 	}
 	oldVers := m.reg.verVers[old]
@@ -305,27 +131,27 @@ func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, 
 	}
 }
 
-func (m *Machine) nameOf(s *memberState) string         { return m.reg.names[s.id] }
-func (m *Machine) addrOf(s *memberState) netip.AddrPort { return m.reg.verAddr[s.version()] }
-func (m *Machine) metaOf(s *memberState) []byte         { return m.reg.verMeta[s.version()] }
+func (m *Machine) nameOf(s *memberState) string         { return m.reg.name(s.id) }
+func (m *Machine) addrOf(s *memberState) netip.AddrPort { return m.reg.addr(s.version()) }
+func (m *Machine) metaOf(s *memberState) []byte         { return m.reg.meta(s.version()) }
 
 // versionsOf is what the member announced it speaks, zero if not known.
 func (m *Machine) versionsOf(s *memberState) wire.Versions { return m.reg.verVers[s.version()] }
 
 // byAddr returns the entry of the member at addr, nil if none.
 func (m *Machine) byAddr(addr netip.AddrPort) *memberState {
-	id, ok := m.reg.byAddr[addr]
+	id, ok := m.reg.idAt(addr)
 	if !ok {
 		return nil
 	}
 	s := m.entry(id)
-	if s == nil || m.addrOf(s) != addr {
+	if s == nil || !m.reg.sameAddr(s.version(), addr) {
 		return nil
 	}
 	return s
 }
 
-func (m *Machine) nameOrder() ringOrder { return ringOrder{names: m.reg.names} }
+func (m *Machine) nameOrder() ringOrder { return ringOrder{names: m.reg} }
 
 // indexNames starts keeping the name index appendLive walks, so that a
 // reader never has to build it (a simulator, which never reads the table
