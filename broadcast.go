@@ -18,6 +18,9 @@ type broadcast struct {
 	// never carries it twice while it moves between buckets.
 	lastPacket uint64
 	removed    bool
+	// lazy: join news in a storm, which opens no gossip round of its own
+	// (joinstorm.go).
+	lazy bool
 	// proto is the protocol version a receiver must speak to be sent this
 	// delta (wire.Versions); 1, every member, for all but new kinds.
 	proto uint8
@@ -81,6 +84,7 @@ type broadcastQueue struct {
 	byteLimit int // 0: none
 	packet    uint64
 	dropped   uint64
+	lazy      int // queued deltas that are lazy
 	// done collects the fates of the deltas that carry a notify id, for
 	// the Machine to report (Ready.Outcomes).
 	done []Outcome
@@ -149,6 +153,14 @@ func (q *broadcastQueue) takeDone() []Outcome {
 	return d
 }
 
+// markLazy marks b, just queued, as lazy.
+func (q *broadcastQueue) markLazy(b *broadcast) {
+	if b != nil && !b.lazy && !b.removed {
+		b.lazy = true
+		q.lazy++
+	}
+}
+
 func (q *broadcastQueue) unlink(b *broadcast) {
 	q.bucket(b.transmits).remove(b)
 	q.forget(b)
@@ -160,6 +172,9 @@ func (q *broadcastQueue) forget(b *broadcast) {
 		delete(q.byKey, b.key)
 	}
 	b.removed = true
+	if b.lazy {
+		q.lazy--
+	}
 	q.n--
 	q.bytes -= len(b.frame)
 	q.shrinkIfEmpty()
@@ -256,6 +271,14 @@ func (m *Machine) tickGossip(now time.Time) {
 	if m.cfg.GossipInterval <= 0 || now.Before(m.nextGossip) || m.bq.Len()+m.uq.Len() == 0 {
 		return
 	}
+	if m.onlyLazyNews() {
+		if at := m.lastGossipRound.Add(m.joinStormGap()); now.Before(at) {
+			m.nextGossip = at
+			m.armAt(timerGossip, at)
+			return
+		}
+	}
+	m.lastGossipRound = now
 	m.nextGossip = now.Add(m.cfg.GossipInterval)
 	if m.bq.Len() > 0 {
 		m.lastMemberGossip = now

@@ -62,6 +62,10 @@ type holeAsks struct {
 	pushed map[netip.AddrPort]time.Time
 	// lastPushPull is when the last push-pull ask started.
 	lastPushPull time.Time
+	// deferred: the names asks wait for in a join storm, with the
+	// address of the packet that named each (joinstorm.go); at most
+	// maxHoleNames.
+	deferred map[string]netip.AddrPort
 }
 
 // holeNote is a name a packet shows acting (alive now), or names as the
@@ -144,6 +148,10 @@ func (m *Machine) noteActor(now time.Time, from netip.AddrPort, name string) {
 		}
 		return
 	}
+	if m.inJoinStorm(now) {
+		m.deferHole(now, from, name)
+		return
+	}
 	m.holePushPull(now, m.byAddr(from))
 }
 
@@ -168,6 +176,10 @@ func (m *Machine) noteSubject(now time.Time, from netip.AddrPort, name string) {
 		return
 	}
 	if m.lookup(name) != nil || m.tombByName[name] != nil {
+		return
+	}
+	if m.inJoinStorm(now) {
+		m.deferHole(now, from, name)
 		return
 	}
 	m.holePushPull(now, m.byAddr(from))

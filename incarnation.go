@@ -168,7 +168,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		m.version++
 		m.event(EventJoin, s)
 		if src != mergeJoin {
-			m.queueBroadcast(a.Name, a)
+			m.queueJoinNews(now, a.Name, a)
 		}
 		return
 	}

@@ -222,8 +222,12 @@ type machineState struct {
 	uq         *broadcastQueue
 	nextGossip time.Time
 	// lastMemberGossip is when the last gossip round carried membership
-	// news (queueBroadcast).
+	// news (queueBroadcast); lastGossipRound when the last round went out.
 	lastMemberGossip time.Time
+	lastGossipRound  time.Time
+	// lastJoinNews is when the alive of a newcomer was last queued: the
+	// pace of a join storm (joinstorm.go).
+	lastJoinNews time.Time
 	// applications' broadcasts (usermsg.go): the windows of those
 	// delivered, by origin; this member's epoch and last sequence number
 	seen       map[string]*seenWindows
@@ -290,6 +294,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.leaveChecks = make(map[string]uint32)
 	m.holes.pinged = make(map[string]time.Time)
 	m.holes.pushed = make(map[netip.AddrPort]time.Time)
+	m.holes.deferred = make(map[string]netip.AddrPort)
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.tombByName = make(map[string]*tombstone)
@@ -644,10 +649,19 @@ func (m *Machine) packetBudget() int {
 // message that does not encode (a bug: deltas from peers passed the same
 // limits on the way in) is counted and not queued; the result is then nil.
 func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
+	return m.queueDelta(name, msg, false)
+}
+
+// queueDelta is queueBroadcast; lazy news (joinstorm.go) does not bring
+// the next gossip round forward.
+func (m *Machine) queueDelta(name string, msg wire.Message, lazy bool) *broadcast {
 	frame, err := wire.AppendFrame(nil, msg)
 	if err != nil {
 		m.stats.EncodeErrors++
 		return nil
+	}
+	if !lazy {
+		m.eagerNewsQueued()
 	}
 	if m.bq.Len() == 0 && m.uq.Len() > 0 && m.cfg.GossipInterval > 0 {
 		// Membership news into an empty queue goes out as it would
@@ -662,7 +676,11 @@ func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
 			m.armAt(timerGossip, at)
 		}
 	}
-	return m.bq.queue(name, frame)
+	b := m.bq.queue(name, frame)
+	if lazy {
+		m.bq.markLazy(b)
+	}
+	return b
 }
 
 // event records a membership event for the driver.
@@ -750,6 +768,10 @@ type Stats struct {
 	// rate, or no room to remember them).
 	HolePings, HolePushPulls uint64
 	HoleAsksRefused          uint64
+	// Join storms (joinstorm.go): alives of newcomers that opened no
+	// gossip round of their own, and asks for missed members put off
+	// until the news in flight had landed.
+	JoinNewsLazy, HoleAsksDeferred uint64
 	// View digests (digest.go): sent beside Heartbeats, and received
 	// that differed from this member's view while both stood still.
 	ViewDigestsSent, ViewDigestsDiffering uint64

@@ -22,7 +22,9 @@ import (
 //     so the garbage collector never scans them.
 //
 // A Machine made by NewMachine has a Registry of its own; a simulator gives
-// many Machines one Registry with Registry.NewMachine.
+// many Machines one Registry with Registry.NewMachine. The Registry too
+// stores no pointer per name or version (registry.go): a process running
+// many members with private Registries holds N² identities.
 
 // memberState is one entry of a Machine's member table: 20 bytes, no
 // pointers. The zero value means "no entry".

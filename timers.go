@@ -49,6 +49,7 @@ const (
 	timerStream                         // key: stream id; a request the driver never answered
 	timerUserPing                       // key: ping seq; an application's ping got no answer
 	timerConflictCheck                  // key: ping seq; a name-conflict check got no answer
+	timerHoleAsk                        // name: a hole a join storm put off (joinstorm.go)
 	timerKinds
 )
 
@@ -226,6 +227,9 @@ func (m *Machine) current(t *timer) bool {
 	case timerConflictCheck:
 		_, ok := m.conflictChecks[uint32(t.key)]
 		return ok
+	case timerHoleAsk:
+		_, ok := m.holes.deferred[t.name]
+		return ok
 	}
 	if !singleton(t.kind) || !m.armed[t.kind].Equal(t.at) {
 		return false
@@ -308,6 +312,8 @@ func (m *Machine) fire(now time.Time, t *timer) {
 		m.expireTombs(now)
 	case timerSeeds:
 		m.expireSeeds(now)
+	case timerHoleAsk:
+		m.askDeferredHole(now, t.name)
 	case timerHeardSweep:
 		m.sweepHeard(now)
 	case timerMerge:

@@ -110,6 +110,8 @@ var statSpecs = []statSpec{
 	{field: "HolePings", name: "hole_pings_total", help: "TCP pings of members held dead or forgotten that a packet showed alive."},
 	{field: "HolePushPulls", name: "hole_push_pulls_total", help: "Push-pulls with a member that named a member never heard of, or whose view digest differed."},
 	{field: "HoleAsksRefused", name: "hole_asks_refused_total", help: "Asks for missed members not made: over the rate, or no room to remember them."},
+	{field: "HoleAsksDeferred", name: "hole_asks_deferred_total", help: "Asks for missed members put off during a join storm, until the news in flight had landed."},
+	{field: "JoinNewsLazy", name: "join_news_lazy_total", help: "Alives of newcomers queued during a join storm, which ride on other packets instead of opening gossip rounds of their own."},
 	{field: "ViewDigestsSent", name: "view_digests_sent_total", help: "View digests sent beside Heartbeats, in the rounds after this member's view changed."},
 	{field: "ViewDigestsDiffering", name: "view_digests_differing_total", help: "View digests received that differed from this member's view while both stood still."},
 

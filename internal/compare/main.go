@@ -178,6 +178,7 @@ func main() {
 	childSpec := flag.String(childFlag, "", "internal: run the one cluster this JSON plan describes and print its result")
 	flag.BoolVar(&traceFalse, "trace", false, "log every false death on stderr, the worst scheduling delay of each second over 100 ms, and swim's counters summed over the members after the bootstrap and over the window")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the runs themselves only with -isolate=false)")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file when it ends (of the runs themselves only with -isolate=false)")
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file (- for stdout)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")
 	flag.Float64Var(&o.memFraction, "mem-fraction", 0.6, "the search skips an N whose extrapolated memory exceeds this fraction of MemAvailable")
@@ -221,6 +222,12 @@ func main() {
 	}
 	rep := run(o)
 	stopProfile()
+	if *memProfile != "" {
+		if err := writeAllocProfile(*memProfile); err != nil {
+			fmt.Fprintln(os.Stderr, "compare: allocation profile:", err)
+			os.Exit(1)
+		}
+	}
 	printReport(os.Stdout, rep)
 	if o.jsonPath != "" {
 		if err := writeJSON(o.jsonPath, rep); err != nil {
@@ -228,6 +235,20 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// writeAllocProfile writes what the process allocated since it started, by
+// call site (go tool pprof -sample_index=alloc_space).
+func writeAllocProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // startCPUProfile profiles the process into path until the returned

@@ -1,0 +1,124 @@
+package swim
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Join storms. While members join one after another, every member has the
+// alive of some newcomer queued at all times, and gossip (SWIM §4.1, one
+// round every GossipInterval to GossipNodes members while anything is
+// queued) sends GossipNodes packets per GossipInterval per member: 15 a
+// second each, 61,000 a second at 4,096 members, however few newcomers each
+// packet carries. The news of a join is the one kind nobody waits on: the
+// newcomer already holds the whole table from its join exchange, and the
+// others only learn that one more member exists. So in a storm, in a
+// cluster over joinStormScale members, join news opens a gossip round of
+// its own at most once per joinStormGap; it still rides on every packet
+// sent meanwhile (Heartbeats, probes, acks, and the rounds other news
+// opens) and is still sent RetransmitMult·log10 N times, so each round and
+// each packet carries more of it. News of suspicions, deaths, refutations
+// and leaves goes out as before, and so does the first join after a quiet
+// spell: a lone join spreads as fast as it always did.
+//
+// Slower join news means members hear from newcomers they do not know yet,
+// each a hole to ask for (holes.go) with a push-pull of the whole table. In
+// a storm those asks wait joinStormGrace first, by which time gossip has
+// mostly brought the news, and are dropped if it did.
+
+// joinStormScale is the cluster size above which join storms are thinned:
+// below it the 15 packets a second per member are what a cluster of that
+// size moves anyway at a few joins a second.
+const joinStormScale = 512
+
+// joinStormGap is the least time between two gossip rounds that only join
+// news opens: GossipInterval times N/joinStormScale, so that a storm's
+// rounds cost the cluster about the same packets a second at any size
+// (1.6 s at 4,096 members with LAN defaults). Zero at or below the scale.
+func (m *Machine) joinStormGap() time.Duration {
+	n := m.NumMembers()
+	if n <= joinStormScale || m.cfg.GossipInterval <= 0 {
+		return 0
+	}
+	return m.cfg.GossipInterval * time.Duration(n/joinStormScale)
+}
+
+// joinStormGrace is how long, in a storm, a hole waits before it is asked
+// for: about the time join news takes to reach everyone at one hop per
+// joinStormGap (4 hops, since each packet reaches a new member among few
+// who know the newcomer, and the Heartbeats add hops of their own).
+func (m *Machine) joinStormGrace() time.Duration { return 4 * m.joinStormGap() }
+
+// queueJoinNews queues the alive of a member new to the table; it is lazy
+// (opens no round of its own before joinStormGap) when the join before it
+// was queued less than joinStormGap ago.
+func (m *Machine) queueJoinNews(now time.Time, name string, msg wire.Message) {
+	gap := m.joinStormGap()
+	lazy := gap > 0 && !m.lastJoinNews.IsZero() && now.Sub(m.lastJoinNews) < gap
+	m.lastJoinNews = now
+	if m.queueDelta(name, msg, lazy) != nil && lazy {
+		m.stats.JoinNewsLazy++
+	}
+}
+
+// onlyLazyNews reports whether everything queued for gossip is lazy join
+// news.
+func (m *Machine) onlyLazyNews() bool {
+	return m.uq.Len() == 0 && m.bq.Len() > 0 && m.bq.Len() == m.bq.lazy
+}
+
+// eagerNewsQueued brings the next gossip round back to GossipInterval after
+// the last one (at once if that is past) when news other than join news is
+// queued while a storm has put the round off. Only a storm puts it later
+// than that, so elsewhere this changes nothing.
+func (m *Machine) eagerNewsQueued() {
+	if m.lastGossipRound.IsZero() || m.cfg.GossipInterval <= 0 {
+		return
+	}
+	if at := m.lastGossipRound.Add(m.cfg.GossipInterval); at.Before(m.nextGossip) {
+		m.nextGossip = at
+		m.armAt(timerGossip, at)
+	}
+}
+
+// inJoinStorm reports whether join news came within the last
+// joinStormGrace: the holes noticed now are likely news still in flight.
+func (m *Machine) inJoinStorm(now time.Time) bool {
+	g := m.joinStormGrace()
+	return g > 0 && !m.lastJoinNews.IsZero() && now.Sub(m.lastJoinNews) < g
+}
+
+// deferHole remembers that a packet from the address from named the
+// unknown member called name, to ask for it after joinStormGrace if it is
+// still unknown then. At most maxHoleNames wait; past that the ask is
+// dropped (counted as refused): the next packet naming the member notes it
+// again.
+func (m *Machine) deferHole(now time.Time, from netip.AddrPort, name string) {
+	h := &m.holes
+	if _, ok := h.deferred[name]; ok {
+		return
+	}
+	if len(h.deferred) >= maxHoleNames {
+		m.stats.HoleAsksRefused++
+		return
+	}
+	h.deferred[name] = from
+	m.stats.HoleAsksDeferred++
+	m.after(now.Add(m.joinStormGrace()), timerHoleAsk, 0, 0, name)
+}
+
+// askDeferredHole asks for the member called name, deferred by deferHole,
+// unless gossip has brought it meanwhile.
+func (m *Machine) askDeferredHole(now time.Time, name string) {
+	from, ok := m.holes.deferred[name]
+	if !ok {
+		return
+	}
+	delete(m.holes.deferred, name)
+	if m.self.state() != StateAlive || m.lookup(name) != nil || m.tombByName[name] != nil {
+		return
+	}
+	m.holePushPull(now, m.byAddr(from))
+}
