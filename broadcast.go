@@ -247,7 +247,7 @@ func (q *broadcastQueue) takeMore(frames [][]byte, budget, limit int, proto uint
 			b.lastPacket = q.packet
 			q.buckets[i].remove(b)
 			b.transmits++
-			if b.transmits >= limit {
+			if b.transmits >= limit || b.lazy && b.transmits >= lazyLimit(limit) {
 				q.forget(b)
 				q.finish(b, nil)
 			} else {

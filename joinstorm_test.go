@@ -151,3 +151,27 @@ func TestJoinStormDefersHoleAsks(t *testing.T) {
 	h.run(h.now.Add(2*time.Millisecond), nil)
 	require.Equal(t, uint64(1), h.m.Stats().HolePushPulls, "only the hole gossip did not fill is asked for")
 }
+
+// Lazy join news is retired after half the sends of other news.
+func TestLazyJoinNewsSentHalfAsOften(t *testing.T) {
+	q := newBroadcastQueue(100, 0)
+	eager := q.queue("eager", frameOf(10, 'e'))
+	lazy := q.queue("lazy", frameOf(10, 'l'))
+	q.markLazy(lazy)
+	require.Equal(t, 1, q.lazy)
+	const limit = 16
+	sends := map[string]int{}
+	for range 2 * limit {
+		frames, _ := q.take(nil, 1000, limit, wire.MaxProtocol)
+		for _, f := range frames {
+			sends[string(f[len(f)-1:])]++
+		}
+	}
+	require.Equal(t, limit, sends["e"], "eager news")
+	require.Equal(t, lazyLimit(limit), sends["l"], "lazy news")
+	require.Equal(t, 8, lazyLimit(limit))
+	require.True(t, eager.removed)
+	require.True(t, lazy.removed)
+	require.Zero(t, q.lazy)
+	require.Zero(t, q.Len())
+}
