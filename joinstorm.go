@@ -21,8 +21,10 @@ import (
 // opens) and is sent half as many times as other news (lazyLimit), so
 // each round and each packet carries more of it, and each member
 // receives fewer copies of it. News of suspicions, deaths, refutations
-// and leaves goes out as before, and so does the first join after a quiet
-// spell: a lone join spreads as fast as it always did.
+// and leaves, and the applications' broadcasts, go out as before (queued
+// during a storm, they bring the next round back: eagerNewsQueued), and so
+// does the first join after a quiet spell: a lone join spreads as fast as
+// it always did.
 //
 // Slower join news means members hear from newcomers they do not know yet,
 // each a hole to ask for (holes.go) with a push-pull of the whole table. In

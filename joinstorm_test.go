@@ -104,11 +104,11 @@ func TestLoneJoinGossipedAtOnce(t *testing.T) {
 	require.Zero(t, h.m.Stats().JoinNewsLazy)
 }
 
-// Other news is never held back by a storm: a suspicion queued while the
-// rounds are spaced out goes out GossipInterval after the last round, not
-// joinStormGap after it.
-func TestJoinStormDoesNotHoldBackSuspicions(t *testing.T) {
-	h := stormMT(t)
+// stormDeferred runs a storm of 10 joins a second for 4 s, then on to
+// GossipInterval after its last round, when the queue holds only join news
+// and the next round has been put off to joinStormGap after the last.
+func stormDeferred(t *testing.T, h *mt) {
+	t.Helper()
 	start := h.now
 	var last time.Time
 	for i := range 40 {
@@ -119,11 +119,18 @@ func TestJoinStormDoesNotHoldBackSuspicions(t *testing.T) {
 			}
 		}
 	}
-	// GossipInterval after the last round the queue holds only join
-	// news, and the next round is put off to joinStormGap after it.
 	for _, p := range h.run(last.Add(h.cfg.GossipInterval+time.Millisecond), nil).Packets {
 		require.False(t, p.isGossipOnly(), "a round at %v, %v after the last", p.At.Sub(start), p.At.Sub(last))
 	}
+	require.Equal(t, last.Add(h.m.joinStormGap()), h.m.nextGossip, "the next round is put off")
+}
+
+// Other news is never held back by a storm: a suspicion queued while the
+// rounds are spaced out goes out at once (GossipInterval after the last
+// round is past), not joinStormGap after the last round.
+func TestJoinStormDoesNotHoldBackSuspicions(t *testing.T) {
+	h := stormMT(t)
+	stormDeferred(t, h)
 	h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtPeer(7), Incarnation: 1, From: mtPeer(1)})
 	suspicion := false
 	for _, p := range h.run(h.now, nil).Packets {
@@ -132,6 +139,15 @@ func TestJoinStormDoesNotHoldBackSuspicions(t *testing.T) {
 		}
 	}
 	require.True(t, suspicion, "the suspicion went out at once, not %v after the last round", h.m.joinStormGap())
+}
+
+// Nor are the applications' broadcasts, this member's or relayed.
+func TestJoinStormDoesNotHoldBackBroadcasts(t *testing.T) {
+	h := stormMT(t)
+	stormDeferred(t, h)
+	_, err := h.m.Broadcast(h.now, "k", []byte("v"))
+	require.NoError(t, err)
+	require.False(t, h.m.nextGossip.After(h.now), "the round is brought back")
 }
 
 // In a storm a hole is asked for only if gossip has not filled it within

@@ -181,21 +181,8 @@ func (r *Registry) releaseName(id uint32) {
 	r.freeIDs = append(r.freeIDs, id)
 	r.live--
 	if r.names.wasteful() {
-		r.compactNames()
+		r.names.compact(r.nameAt, r.nameRefs, nameLenBits)
 	}
-}
-
-// compactNames moves the names in use to a new arena. Strings handed out
-// keep the old one alive for as long as they are held.
-func (r *Registry) compactNames() {
-	var fresh arena
-	fresh.buf = make([]byte, 0, len(r.names.buf)-r.names.dead)
-	for id, span := range r.nameAt {
-		if r.nameRefs[id] > 0 {
-			r.nameAt[id] = fresh.add(r.names.bytes(span, nameLenBits), nameLenBits)
-		}
-	}
-	r.names = fresh
 }
 
 // acquireVersion returns the version of name id at (addr, meta), creating it
@@ -274,21 +261,8 @@ func (r *Registry) releaseVersion(v uint32) {
 	r.verAddr[v], r.verMeta[v], r.verNext[v], r.verVers[v] = addrKey{}, 0, 0, wire.Versions{}
 	r.freeVers = append(r.freeVers, v)
 	if r.metas.wasteful() {
-		r.compactMetas()
+		r.metas.compact(r.verMeta, r.verRefs, metaLenBits)
 	}
-}
-
-// compactMetas moves the metadata in use to a new arena; slices handed out
-// keep the old one alive.
-func (r *Registry) compactMetas() {
-	var fresh arena
-	fresh.buf = make([]byte, 0, len(r.metas.buf)-r.metas.dead)
-	for v, span := range r.verMeta {
-		if r.verRefs[v] > 0 {
-			r.verMeta[v] = fresh.add(r.metas.bytes(span, metaLenBits), metaLenBits)
-		}
-	}
-	r.metas = fresh
 }
 
 // addr returns the address of version v.
@@ -442,6 +416,19 @@ func (a *arena) bytes(span uint64, lenBits uint) []byte {
 }
 
 func (a *arena) free(span uint64, lenBits uint) { a.dead += int(span & (1<<lenBits - 1)) }
+
+// compact moves the strings still in use, those of spans whose refs are
+// not zero, to a new buffer and rewrites their spans. Strings and slices
+// handed out keep the old buffer alive for as long as they are held.
+func (a *arena) compact(spans []uint64, refs []uint32, lenBits uint) {
+	fresh := arena{buf: make([]byte, 0, len(a.buf)-a.dead)}
+	for i, span := range spans {
+		if refs[i] > 0 {
+			spans[i] = fresh.add(a.bytes(span, lenBits), lenBits)
+		}
+	}
+	*a = fresh
+}
 
 // wasteful reports whether over half the arena, and over 64 KiB, is freed
 // bytes: compacting then costs about what was added since the last time.

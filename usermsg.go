@@ -185,6 +185,7 @@ func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, 
 		key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser,
 		epoch: msg.Epoch, seq: msg.Seq, notify: id,
 	})
+	m.eagerNewsQueued() // not held back by a join storm's spacing
 	m.stats.BroadcastsQueued++
 	return id, nil
 }
@@ -317,7 +318,9 @@ func (m *Machine) handleBroadcast(sender *memberState, msg *wire.Broadcast) {
 		m.stats.EncodeErrors++
 		return
 	}
-	m.uq.queueOrdered(&broadcast{key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq})
+	if m.uq.queueOrdered(&broadcast{key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq}) {
+		m.eagerNewsQueued()
+	}
 }
 
 // evictSeen makes room among the windows of delivered broadcasts, full at

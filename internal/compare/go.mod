@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/hashicorp/memberlist v0.7.0
+	github.com/stretchr/testify v1.12.1
 	github.com/swim-go/swim v0.0.0
 )
 
@@ -20,6 +21,7 @@ require (
 	github.com/sean-/seed v0.0.0-20170313163322-e2103e2c3529 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 )

@@ -59,7 +59,7 @@ func runIsolated(lib library, p plan, o *options) result {
 	args := []string{"-" + childFlag + "=" + string(spec)}
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "json", "cpuprofile", "memprofile", childFlag: // the parent's alone
+		case "json", "cpuprofile", "memprofile", "require-stable", childFlag: // the parent's alone
 		default:
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}

@@ -178,6 +178,7 @@ func main() {
 	childSpec := flag.String(childFlag, "", "internal: run the one cluster this JSON plan describes and print its result")
 	flag.BoolVar(&traceFalse, "trace", false, "log every false death on stderr, the worst scheduling delay of each second over 100 ms, and swim's counters summed over the members after the bootstrap and over the window")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file (of the runs themselves only with -isolate=false)")
+	requireStable := flag.Bool("require-stable", false, "exit with status 1 unless every run converged within its bound and no member was falsely reported dead (bootstrap, window, crash phase)")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file when it ends (of the runs themselves only with -isolate=false)")
 	flag.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file (- for stdout)")
 	flag.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")
@@ -235,6 +236,32 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if *requireStable {
+		if bad := unstable(rep.Results); len(bad) > 0 {
+			for _, b := range bad {
+				fmt.Fprintln(os.Stderr, "compare: not stable:", b)
+			}
+			os.Exit(1)
+		}
+	}
+}
+
+// unstable describes the runs that did not converge or reported a running
+// member gone, for -require-stable.
+func unstable(results []result) []string {
+	var bad []string
+	for _, r := range results {
+		id := fmt.Sprintf("%s %s N=%d", r.Library, r.Settings, r.N)
+		switch {
+		case r.Error != "":
+			bad = append(bad, id+": "+r.Error)
+		case !r.Converged:
+			bad = append(bad, fmt.Sprintf("%s: did not converge within %.0f s (%d of %d joins)", id, r.BootBound, r.Joined, r.N-1))
+		case r.FalseBoot+r.FalseSteady+r.FalseCrash+r.FalseLoss > 0:
+			bad = append(bad, fmt.Sprintf("%s: false deaths: %d while booting, %d in the window, %d in the crash phase, %d under loss", id, r.FalseBoot, r.FalseSteady, r.FalseCrash, r.FalseLoss))
+		}
+	}
+	return bad
 }
 
 // writeAllocProfile writes what the process allocated since it started, by
