@@ -62,10 +62,9 @@ type holeAsks struct {
 	pushed map[netip.AddrPort]time.Time
 	// lastPushPull is when the last push-pull ask started.
 	lastPushPull time.Time
-	// deferred: the names asks wait for in a join storm, with the
-	// address of the packet that named each (joinstorm.go); at most
-	// maxHoleNames.
-	deferred map[string]netip.AddrPort
+	// deferred: the names asks wait for in a join storm (joinstorm.go);
+	// at most maxHoleNames.
+	deferred map[string]deferredHole
 }
 
 // holeNote is a name a packet shows acting (alive now), or names as the

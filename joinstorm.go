@@ -102,6 +102,13 @@ func (m *Machine) inJoinStorm(now time.Time) bool {
 	return g > 0 && !m.lastJoinNews.IsZero() && now.Sub(m.lastJoinNews) < g
 }
 
+// deferredHole is a hole ask put off: the address of the packet that named
+// the member, and when the ask is due (its timer's token).
+type deferredHole struct {
+	from netip.AddrPort
+	due  time.Time
+}
+
 // deferHole remembers that a packet from the address from named the
 // unknown member called name, to ask for it after joinStormGrace if it is
 // still unknown then. At most maxHoleNames wait; past that the ask is
@@ -116,15 +123,16 @@ func (m *Machine) deferHole(now time.Time, from netip.AddrPort, name string) {
 		m.stats.HoleAsksRefused++
 		return
 	}
-	h.deferred[name] = from
+	due := now.Add(m.joinStormGrace())
+	h.deferred[name] = deferredHole{from: from, due: due}
 	m.stats.HoleAsksDeferred++
-	m.after(now.Add(m.joinStormGrace()), timerHoleAsk, 0, 0, name)
+	m.after(due, timerHoleAsk, 0, 0, name)
 }
 
 // askDeferredHole asks for the member called name, deferred by deferHole,
 // unless gossip has brought it meanwhile.
 func (m *Machine) askDeferredHole(now time.Time, name string) {
-	from, ok := m.holes.deferred[name]
+	d, ok := m.holes.deferred[name]
 	if !ok {
 		return
 	}
@@ -132,5 +140,5 @@ func (m *Machine) askDeferredHole(now time.Time, name string) {
 	if m.self.state() != StateAlive || m.lookup(name) != nil || m.tombByName[name] != nil {
 		return
 	}
-	m.holePushPull(now, m.byAddr(from))
+	m.holePushPull(now, m.byAddr(d.from))
 }

@@ -294,7 +294,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.leaveChecks = make(map[string]uint32)
 	m.holes.pinged = make(map[string]time.Time)
 	m.holes.pushed = make(map[netip.AddrPort]time.Time)
-	m.holes.deferred = make(map[string]netip.AddrPort)
+	m.holes.deferred = make(map[string]deferredHole)
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.tombByName = make(map[string]*tombstone)

@@ -138,7 +138,8 @@ func (r *Registry) acquireName(name string) uint32 {
 	h := maphash.String(r.seed, name)
 	id, ok := r.find(h, name)
 	if !ok {
-		span := r.names.add([]byte(name), nameLenBits)
+		// add only reads the bytes: no copy of the name is needed.
+		span := r.names.add(unsafe.Slice(unsafe.StringData(name), len(name)), nameLenBits)
 		if n := len(r.freeIDs); n > 0 {
 			id = r.freeIDs[n-1]
 			r.freeIDs = r.freeIDs[:n-1]
@@ -220,13 +221,10 @@ func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte, v
 	if zone := addr.Addr().Zone(); zone != "" {
 		if r.verZone == nil {
 			r.verZone = make(map[uint32]string)
-			r.byZoned = make(map[netip.AddrPort]uint32)
 		}
 		r.verZone[v] = zone
-		r.byZoned[addr] = id
-	} else {
-		r.setIDAt(r.verAddr[v], id)
 	}
+	r.setIDAt(addr, id)
 	return v
 }
 
@@ -248,13 +246,7 @@ func (r *Registry) releaseVersion(v uint32) {
 		}
 	}
 	if at, ok := r.idAt(addr); ok && at == id && !r.hasAddr(id, addr) {
-		if _, zoned := r.verZone[v]; zoned {
-			delete(r.byZoned, addr)
-		} else if v4, other, is4 := r.verAddr[v].index(); is4 {
-			delete(r.byAddr4, v4)
-		} else {
-			delete(r.byAddr, other)
-		}
+		r.clearIDAt(addr)
 	}
 	delete(r.verZone, v)
 	r.metas.free(r.verMeta[v], metaLenBits)
@@ -295,29 +287,65 @@ func (r *Registry) sameAddr(v uint32, addr netip.AddrPort) bool {
 	return r.verZone[v] == addr.Addr().Zone()
 }
 
-// idAt returns the name last seen at addr.
+// idAt returns the name last seen at addr; setIDAt and clearIDAt keep the
+// index, which is byZoned for an address with a zone, byAddr4 for IPv4 and
+// byAddr for the rest.
 func (r *Registry) idAt(addr netip.AddrPort) (uint32, bool) {
-	if r.byZoned != nil && addr.Addr().Zone() != "" {
-		id, ok := r.byZoned[addr]
-		return id, ok
-	}
-	v4, other, is4 := keyOfAddr(addr).index()
 	var id uint32
 	var ok bool
-	if is4 {
+	switch v4, other, kind := r.addrIndex(addr); kind {
+	case indexZoned:
+		id, ok = r.byZoned[addr]
+	case index4:
 		id, ok = r.byAddr4[v4]
-	} else {
+	default:
 		id, ok = r.byAddr[other]
 	}
 	return id, ok
 }
 
-func (r *Registry) setIDAt(k addrKey, id uint32) {
-	if v4, other, is4 := k.index(); is4 {
+func (r *Registry) setIDAt(addr netip.AddrPort, id uint32) {
+	switch v4, other, kind := r.addrIndex(addr); kind {
+	case indexZoned:
+		if r.byZoned == nil {
+			r.byZoned = make(map[netip.AddrPort]uint32)
+		}
+		r.byZoned[addr] = id
+	case index4:
 		r.byAddr4[v4] = id
-	} else {
+	default:
 		r.byAddr[other] = id
 	}
+}
+
+func (r *Registry) clearIDAt(addr netip.AddrPort) {
+	switch v4, other, kind := r.addrIndex(addr); kind {
+	case indexZoned:
+		delete(r.byZoned, addr)
+	case index4:
+		delete(r.byAddr4, v4)
+	default:
+		delete(r.byAddr, other)
+	}
+}
+
+// The indexes of addresses.
+const (
+	indexOther = iota
+	index4
+	indexZoned
+)
+
+// addrIndex tells which index holds addr, and its key there.
+func (r *Registry) addrIndex(addr netip.AddrPort) (v4 uint64, other [3]uint64, kind int) {
+	v4, other, is4 := keyOfAddr(addr).index()
+	switch {
+	case is4: // an IPv4 address has no zone
+		return v4, other, index4
+	case addr.Addr().Zone() != "":
+		return 0, other, indexZoned
+	}
+	return v4, other, indexOther
 }
 
 func (r *Registry) hasAddr(id uint32, addr netip.AddrPort) bool {
@@ -382,6 +410,14 @@ const (
 	metaLenBits = 17
 )
 
+// Both widths hold the longest the wire decodes (and Validate allows):
+// these fail to compile if a limit outgrows its span, which would make
+// add's panic reachable from a packet.
+const (
+	_ = uint(1<<nameLenBits - 1 - wire.MaxNameLen)
+	_ = uint(1<<metaLenBits - 1 - wire.MaxMetaLen)
+)
+
 // arena holds byte strings back to back. It only appends: bytes once added
 // are never written again, so slices and strings of them may be handed out.
 // Freed bytes are counted, and the owner moves the live ones to a new arena
@@ -398,7 +434,8 @@ func (a *arena) add(b []byte, lenBits uint) uint64 {
 	}
 	if len(b) >= 1<<lenBits {
 		// Not reachable from the network: the decoder refuses names and
-		// metadata over the wire limits, and Validate the local ones.
+		// metadata over the wire limits, which fit the spans (checked at
+		// compile time above), and Validate the local ones.
 		panic(fmt.Sprintf("swim: %d bytes do not fit a span of %d length bits", len(b), lenBits))
 	}
 	off := uint64(len(a.buf))

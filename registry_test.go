@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"bytes"
 	"fmt"
 	"hash/maphash"
 	"net/netip"
@@ -102,4 +103,17 @@ func TestRegistryArenasCompact(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, keepID, id)
 	require.Equal(t, 1, r.Names())
+}
+
+// TestRegistryTakesTheWireMaximums: the longest name and metadata a packet
+// may carry fit the arenas' spans (the panic in arena.add stays out of a
+// remote peer's reach).
+func TestRegistryTakesTheWireMaximums(t *testing.T) {
+	r := NewRegistry()
+	name := string(bytes.Repeat([]byte{'n'}, wire.MaxNameLen))
+	meta := bytes.Repeat([]byte{'m'}, wire.MaxMetaLen)
+	id := r.acquireName(name)
+	v := r.acquireVersion(id, netip.MustParseAddrPort("10.0.0.1:7946"), meta, wire.Versions{})
+	require.Equal(t, name, r.name(id))
+	require.Equal(t, meta, r.meta(v))
 }

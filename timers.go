@@ -228,8 +228,8 @@ func (m *Machine) current(t *timer) bool {
 		_, ok := m.conflictChecks[uint32(t.key)]
 		return ok
 	case timerHoleAsk:
-		_, ok := m.holes.deferred[t.name]
-		return ok
+		d, ok := m.holes.deferred[t.name]
+		return ok && d.due.Equal(t.at)
 	}
 	if !singleton(t.kind) || !m.armed[t.kind].Equal(t.at) {
 		return false
