@@ -202,6 +202,20 @@ func (q *broadcastQueue) dropMostSent() {
 	}
 }
 
+// dropMostSentLazy drops the lazy delta sent most often, the oldest among
+// equals; it reports false when none is queued.
+func (q *broadcastQueue) dropMostSentLazy() bool {
+	for i := len(q.buckets) - 1; i >= 0; i-- {
+		for b := q.buckets[i].tail; b != nil; b = b.prev {
+			if b.lazy {
+				q.unlink(b)
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // minFrame is the smallest frame worth looking for once a packet is nearly
 // full; below it the scan stops early.
 const minFrame = 8
@@ -271,7 +285,7 @@ func (m *Machine) tickGossip(now time.Time) {
 	if m.cfg.GossipInterval <= 0 || now.Before(m.nextGossip) || m.bq.Len()+m.uq.Len() == 0 {
 		return
 	}
-	if m.onlyLazyNews() {
+	if m.roundsPaced() {
 		if at := m.lastGossipRound.Add(m.joinStormGap()); now.Before(at) {
 			m.nextGossip = at
 			m.armAt(timerGossip, at)
@@ -279,6 +293,7 @@ func (m *Machine) tickGossip(now time.Time) {
 		}
 	}
 	m.lastGossipRound = now
+	m.ownNews = false
 	m.nextGossip = now.Add(m.cfg.GossipInterval)
 	if m.bq.Len() > 0 {
 		m.lastMemberGossip = now

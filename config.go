@@ -181,8 +181,11 @@ type Config struct {
 	// suspicion, before declaring it dead (Apache Geode's final check; the
 	// ping is repeated halfway through if unanswered, so one lost packet
 	// does not kill); an answer restarts the suspicion instead, and the
-	// refutation the ping provokes normally ends it. It adds at most ProbeTimeout to detection
-	// and turns a refutation lost to packet loss into no false death.
+	// refutation the ping provokes normally ends it. It adds at most
+	// ProbeTimeout to detection (scaled by local health, as a probe's
+	// timeout is, so a member that has been failing to keep up waits
+	// longer) and turns a refutation lost to packet loss into no false
+	// death.
 	// Default true.
 	FinalCheck bool
 

@@ -93,3 +93,33 @@ func TestLateFinalCheckRunsAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestFinalCheckWaitsByHealth: a member whose health score is 3 waits four
+// ProbeTimeouts for the answer to its final check, as for any probe
+// (Lifeguard §IV-A), before it declares the suspect dead.
+func TestFinalCheckWaitsByHealth(t *testing.T) {
+	cfg := mtConfig()
+	cfg.FinalCheck = true
+	cfg.AwarenessMaxMultiplier = 8
+	h := newMT(t, cfg)
+	h.joinPeers(3, 1)
+	deadline := h.suspectPeer1()
+	h.m.adjustHealth(3)
+	h.tick(deadline)
+	first, _ := pingsTo(h.ready(), mtPeer(1))
+	require.Len(t, first, 1, "the final check")
+	start := h.now
+
+	h.tick(start.Add(cfg.ProbeTimeout))
+	h.ready()
+	mem, _ := h.m.Member(mtPeer(1))
+	require.Equal(t, StateSuspect, mem.State, "decided after one ProbeTimeout at health 3")
+	h.tick(start.Add(4*cfg.ProbeTimeout - 1))
+	h.ready()
+	mem, _ = h.m.Member(mtPeer(1))
+	require.Equal(t, StateSuspect, mem.State)
+	h.tick(start.Add(4 * cfg.ProbeTimeout))
+	h.ready()
+	mem, _ = h.m.Member(mtPeer(1))
+	require.Equal(t, StateDead, mem.State, "no answer in four ProbeTimeouts")
+}

@@ -247,10 +247,14 @@ func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string
 		}
 		return &wire.Suspect{Name: name, Incarnation: inc, From: from, Silence: uint32(max(silence, 0) / time.Millisecond)}
 	}
+	queue := m.queueBroadcast
+	if from == m.selfName {
+		queue = m.queueOwnNews
+	}
 	if s.state() == StateSuspect && s.inc() == inc {
 		if m.startSuspicion(now, name, inc, from, anchor) {
 			m.stats.SuspicionsConfirmed++
-			m.queueBroadcast(name, msg())
+			queue(name, msg())
 		}
 		return
 	}
@@ -265,7 +269,7 @@ func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string
 	if !wasSuspect {
 		m.event(EventSuspect, s)
 	}
-	m.queueBroadcast(name, msg())
+	queue(name, msg())
 }
 
 // handleDead applies a dead or left delta.
@@ -333,11 +337,14 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 	m.setState(now, s, state)
 	m.version++
 	m.event(EventLeave, s)
-	m.queueBroadcast(name, &wire.Dead{Name: name, Incarnation: inc, From: from, Left: left})
-	if from == m.selfName {
-		m.urgent = true
-		m.gossipNow(now)
+	d := &wire.Dead{Name: name, Incarnation: inc, From: from, Left: left}
+	if from != m.selfName {
+		m.queueBroadcast(name, d)
+		return
 	}
+	m.queueOwnNews(name, d)
+	m.urgent = true
+	m.gossipNow(now)
 }
 
 // selfAccused handles a suspicion or death of this member at inc. At or
@@ -400,7 +407,7 @@ func (m *Machine) refute(now time.Time, seen uint64) {
 	m.broadcastSelfAlive()
 }
 
-func (m *Machine) broadcastSelfAlive() { m.queueBroadcast(m.selfName, m.selfAlive()) }
+func (m *Machine) broadcastSelfAlive() { m.queueOwnNews(m.selfName, m.selfAlive()) }
 
 func (m *Machine) selfAlive() *wire.Alive { return m.aliveOf(m.self) }
 

@@ -20,11 +20,26 @@ import (
 // sent meanwhile (Heartbeats, probes, acks, and the rounds other news
 // opens) and is sent half as many times as other news (lazyLimit), so
 // each round and each packet carries more of it, and each member
-// receives fewer copies of it. News of suspicions, deaths, refutations
-// and leaves, and the applications' broadcasts, go out as before (queued
-// during a storm, they bring the next round back: eagerNewsQueued), and so
-// does the first join after a quiet spell: a lone join spreads as fast as
-// it always did.
+// receives fewer copies of it. The first join after a quiet spell goes out
+// as before: a lone join spreads as fast as it always did.
+//
+// Relayed news keeps the same pace in a cluster that large, storm or not.
+// Each member that hears a suspicion, a refutation or a death would
+// otherwise open a round every GossipInterval until it has sent it its
+// RetransmitMult·log N times: every member at once, 61,000 packets a
+// second at 4,096 members for as long as such news keeps coming (a join
+// storm's later joins, a mass failure's deaths). When that load makes a
+// member slow, its peers suspect it, and the suspicion brings back the
+// full pace everywhere: the load feeds on itself. Paced, the news goes out
+// in the first round a member opens once it hears it (the last one is
+// usually long past), then once per joinStormGap, and rides first on
+// every packet meanwhile (the queue sends the least-sent news first): a
+// lone rumor spreads as fast as before, and a stream of them costs the
+// cluster no more rounds a second than a storm does. News this member is
+// the source of is not paced (ownNews): its refutation, its leave, an
+// accusation it raises or a death it declares opens a round at once; that
+// costs one member's rounds, not N. Nor are the applications' broadcasts
+// (eagerNewsQueued): their pace is the applications' to set.
 //
 // Slower join news means members hear from newcomers they do not know yet,
 // each a hole to ask for (holes.go) with a push-pull of the whole table. In
@@ -61,10 +76,26 @@ func (m *Machine) queueJoinNews(now time.Time, name string, msg wire.Message) {
 	gap := m.joinStormGap()
 	lazy := gap > 0 && !m.lastJoinNews.IsZero() && now.Sub(m.lastJoinNews) < gap
 	m.lastJoinNews = now
-	if m.queueDelta(name, msg, lazy) != nil && lazy {
-		m.stats.JoinNewsLazy++
+	if m.queueDelta(name, msg, lazy) == nil || !lazy {
+		return
+	}
+	m.stats.JoinNewsLazy++
+	for m.bq.lazy > joinStormBacklog && m.bq.dropMostSentLazy() {
+		m.stats.JoinNewsDropped++
 	}
 }
+
+// joinStormBacklog bounds the join news of a storm one member holds. In a
+// storm of a large cluster the newcomers arrive faster than a member's
+// packets can carry each of them lazyLimit times (at 4,096 members, 15
+// joins a second need some 120 sends a second; its three or four packets
+// a second carry about 20 each), so unbounded the queue only grows, to
+// BroadcastQueueLimit, with news ever older and less sent: 400 items per
+// member at 2,000 members, up to the whole cluster at the seed, each an
+// object the collector marks and a take looks past, in every member. The
+// news sent most is dropped first: others have long passed it on, and
+// whoever still lacks it asks (holes.go) or gets it at anti-entropy.
+const joinStormBacklog = 256
 
 // lazyLimit is how many times lazy join news is sent, of the limit other
 // news is sent: half. At RetransmitMult·log10 N sends a member misses a
@@ -75,10 +106,16 @@ func (m *Machine) queueJoinNews(now time.Time, name string, msg wire.Message) {
 // applying those copies is most of a member's work.
 func lazyLimit(limit int) int { return (limit + 1) / 2 }
 
-// onlyLazyNews reports whether everything queued for gossip is lazy join
-// news.
-func (m *Machine) onlyLazyNews() bool {
-	return m.uq.Len() == 0 && m.bq.Len() > 0 && m.bq.Len() == m.bq.lazy
+// roundsPaced reports whether the next gossip round waits for
+// joinStormGap after the last one: when all that is queued is news this
+// member relays, or lazy join news (whatever else is queued), in a cluster
+// where that gap is longer than GossipInterval; never while an
+// application's broadcast is queued.
+func (m *Machine) roundsPaced() bool {
+	if m.uq.Len() > 0 || m.joinStormGap() <= m.cfg.GossipInterval {
+		return false
+	}
+	return !m.ownNews || m.bq.Len() == m.bq.lazy
 }
 
 // eagerNewsQueued brings the next gossip round back to GossipInterval after

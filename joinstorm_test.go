@@ -125,20 +125,72 @@ func stormDeferred(t *testing.T, h *mt) {
 	require.Equal(t, last.Add(h.m.joinStormGap()), h.m.nextGossip, "the next round is put off")
 }
 
-// Other news is never held back by a storm: a suspicion queued while the
-// rounds are spaced out goes out at once (GossipInterval after the last
-// round is past), not joinStormGap after the last round.
-func TestJoinStormDoesNotHoldBackSuspicions(t *testing.T) {
+// News relayed during a storm keeps the storm's pace: a suspicion heard
+// while the rounds are spaced out does not bring them back to
+// GossipInterval (every member would, for every rumor), but goes out in
+// the next round of the storm, first of what is queued.
+func TestJoinStormPacesRelayedNews(t *testing.T) {
 	h := stormMT(t)
 	stormDeferred(t, h)
+	due := h.m.nextGossip
 	h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtPeer(7), Incarnation: 1, From: mtPeer(1)})
+	for _, p := range h.run(due.Add(-time.Millisecond), nil).Packets {
+		require.False(t, p.isGossipOnly(), "a round at %v, before the storm's next one at %v", p.At, due)
+	}
+	require.Equal(t, due, h.m.nextGossip, "the round is still put off")
 	suspicion := false
-	for _, p := range h.run(h.now, nil).Packets {
+	for _, p := range h.run(due, nil).Packets {
 		if p.isGossipOnly() && len(deltasAbout(p.Msgs, mtPeer(7))) > 0 {
 			suspicion = true
 		}
 	}
-	require.True(t, suspicion, "the suspicion went out at once, not %v after the last round", h.m.joinStormGap())
+	require.True(t, suspicion, "the suspicion went out in the storm's next round")
+}
+
+// Outside a storm too, in a cluster this large: a relayed rumor goes out
+// in a round at once when the last round is long past, and the next one
+// waits for joinStormGap after it, not GossipInterval.
+func TestRelayedNewsPacedInALargeCluster(t *testing.T) {
+	h := stormMT(t)
+	h.run(h.now.Add(10*time.Second), nil)
+	h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtPeer(7), Incarnation: 1, From: mtPeer(1)})
+	first := h.run(h.now, nil)
+	_, rounds := gossipRounds(first)
+	require.Equal(t, 1, rounds, "the first rumor goes out at once")
+	last := h.m.lastGossipRound
+	h.feed(mtPeerAddr(2), &wire.Suspect{Name: mtPeer(8), Incarnation: 1, From: mtPeer(2)})
+	for _, p := range h.run(last.Add(h.m.joinStormGap()-time.Millisecond), nil).Packets {
+		require.False(t, p.isGossipOnly(), "a round %v after the last", p.At.Sub(last))
+	}
+	_, rounds = gossipRounds(h.run(last.Add(h.m.joinStormGap()), nil))
+	require.Equal(t, 1, rounds, "the next round, joinStormGap after the last")
+}
+
+// News this member is the source of is not paced: its refutation, and its
+// leave, go out at once.
+func TestJoinStormDoesNotPaceOwnNews(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		act  func(h *mt)
+	}{
+		{"refutation", func(h *mt) {
+			h.feed(mtPeerAddr(1), &wire.Suspect{Name: h.m.selfName, Incarnation: h.m.self.inc(), From: mtPeer(1)})
+		}},
+		{"leave", func(h *mt) { require.NoError(t, h.m.Leave(h.now)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := stormMT(t)
+			stormDeferred(t, h)
+			tc.act(h)
+			own := false
+			for _, p := range h.run(h.now, nil).Packets {
+				if p.isGossipOnly() && len(deltasAbout(p.Msgs, h.m.selfName)) > 0 {
+					own = true
+				}
+			}
+			require.True(t, own, "our own news went out at once, not %v after the last round", h.m.joinStormGap())
+		})
+	}
 }
 
 // Nor are the applications' broadcasts, this member's or relayed.
@@ -190,4 +242,30 @@ func TestLazyJoinNewsSentHalfAsOften(t *testing.T) {
 	require.True(t, lazy.removed)
 	require.Zero(t, q.lazy)
 	require.Zero(t, q.Len())
+}
+
+// A member keeps at most joinStormBacklog newcomers' alives of a storm:
+// past it the one sent most goes, never other news.
+func TestJoinStormBacklogBounded(t *testing.T) {
+	h := stormMT(t)
+	h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtPeer(7), Incarnation: 1, From: mtPeer(1)})
+	const joins = joinStormBacklog + 50
+	for i := range joins {
+		h.feed(mtPeerAddr(1+i%100), newcomerAlive(i))
+		if i == 10 {
+			h.run(h.now.Add(h.m.joinStormGap()/2), nil) // some sent before the rest come
+		}
+	}
+	st := h.m.Stats()
+	require.Equal(t, uint64(joins-1), st.JoinNewsLazy, "all but the first join")
+	require.Equal(t, joinStormBacklog, h.m.bq.lazy)
+	require.Equal(t, st.JoinNewsLazy-joinStormBacklog, st.JoinNewsDropped)
+	_, queued := h.m.bq.byKey[mtPeer(7)]
+	require.True(t, queued, "the suspicion stays queued")
+	for i := 1; i <= 10; i++ {
+		_, queued := h.m.bq.byKey[newcomerAlive(i).Name]
+		require.False(t, queued, "newcomer %d, sent before the rest came, was dropped first", i)
+	}
+	_, queued = h.m.bq.byKey[newcomerAlive(joins-1).Name]
+	require.True(t, queued, "the newest is kept")
 }

@@ -85,7 +85,7 @@ func (m *Machine) Leave(now time.Time) error {
 	m.self.setState(StateLeft)
 	m.version++
 	m.probes = nil
-	m.leaveBroadcast = m.queueBroadcast(m.selfName, &wire.Dead{
+	m.leaveBroadcast = m.queueOwnNews(m.selfName, &wire.Dead{
 		Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true,
 	})
 	// Send it now rather than at the next gossip slot.

@@ -228,6 +228,10 @@ type machineState struct {
 	// lastJoinNews is when the alive of a newcomer was last queued: the
 	// pace of a join storm (joinstorm.go).
 	lastJoinNews time.Time
+	// ownNews is set while news this member is the source of (its
+	// refutation, its leave, an accusation or death it declared) waits
+	// for the next gossip round: a storm does not pace it (joinstorm.go).
+	ownNews bool
 	// applications' broadcasts (usermsg.go): the windows of those
 	// delivered, by origin; this member's epoch and last sequence number
 	seen       map[string]*seenWindows
@@ -652,6 +656,16 @@ func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
 	return m.queueDelta(name, msg, false)
 }
 
+// queueOwnNews is queueBroadcast for news this member is the source of:
+// a join storm does not pace the round that carries it (joinstorm.go).
+func (m *Machine) queueOwnNews(name string, msg wire.Message) *broadcast {
+	b := m.queueDelta(name, msg, false)
+	if b != nil {
+		m.ownNews = true
+	}
+	return b
+}
+
 // queueDelta is queueBroadcast; lazy news (joinstorm.go) does not bring
 // the next gossip round forward.
 func (m *Machine) queueDelta(name string, msg wire.Message, lazy bool) *broadcast {
@@ -772,6 +786,7 @@ type Stats struct {
 	// gossip round of their own, and asks for missed members put off
 	// until the news in flight had landed.
 	JoinNewsLazy, HoleAsksDeferred uint64
+	JoinNewsDropped                uint64 // join news of a storm dropped, sent most, over the backlog a member keeps (joinstorm.go)
 	// View digests (digest.go): sent beside Heartbeats, and received
 	// that differed from this member's view while both stood still.
 	ViewDigestsSent, ViewDigestsDiffering uint64

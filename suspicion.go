@@ -208,7 +208,10 @@ type finalCheck struct {
 func (m *Machine) armCheck(now time.Time, fc *finalCheck) {
 	fc.gen++
 	fc.retried = false
-	timeout := m.cfg.ProbeTimeout
+	// Lifeguard §IV-A scales a probe's timeout by local health; the final
+	// check is a probe too, and the last one: a member that has been
+	// failing to keep up waits as much longer before its silence kills.
+	timeout := m.scaled(m.cfg.ProbeTimeout)
 	m.after(now.Add(timeout/2), timerCheckRetry, uint64(fc.seq), fc.gen, "")
 	m.after(now.Add(timeout), timerCheckExpire, uint64(fc.seq), fc.gen, "")
 }

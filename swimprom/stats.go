@@ -112,6 +112,7 @@ var statSpecs = []statSpec{
 	{field: "HoleAsksRefused", name: "hole_asks_refused_total", help: "Asks for missed members not made: over the rate, or no room to remember them."},
 	{field: "HoleAsksDeferred", name: "hole_asks_deferred_total", help: "Asks for missed members put off during a join storm, until the news in flight had landed."},
 	{field: "JoinNewsLazy", name: "join_news_lazy_total", help: "Alives of newcomers queued during a join storm, which ride on other packets instead of opening gossip rounds of their own."},
+	{field: "JoinNewsDropped", name: "join_news_dropped_total", help: "Alives of newcomers dropped during a join storm, the most sent first, over the backlog a member keeps."},
 	{field: "ViewDigestsSent", name: "view_digests_sent_total", help: "View digests sent beside Heartbeats, in the rounds after this member's view changed."},
 	{field: "ViewDigestsDiffering", name: "view_digests_differing_total", help: "View digests received that differed from this member's view while both stood still."},
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,4 +182,19 @@ func traceLag() {
 			rep = now
 		}
 	}
+}
+
+// logHeap logs, with -trace, the live heap at the last collection and how
+// much of it the collector scans for pointers: the work of every mark phase,
+// which takes CPU from the members while it runs.
+func logHeap() {
+	samples := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/heap:bytes"}, {Name: "/gc/scan/stack:bytes"}}
+	rtmetrics.Read(samples)
+	val := func(i int) float64 {
+		if samples[i].Value.Kind() != rtmetrics.KindUint64 {
+			return 0
+		}
+		return float64(samples[i].Value.Uint64()) / (1 << 20)
+	}
+	fmt.Fprintf(os.Stderr, "%s   heap: %.0f MiB live, of it %.0f MiB scanned; stacks %.0f MiB\n", time.Now().Format("15:04:05"), val(0), val(1), val(2))
 }

@@ -339,6 +339,9 @@ bootstrap:
 				time.Since(t0).Seconds(), joined.Load(), p.n-1, last.lo, last.med, p.n,
 				float64(d.UDPPackets)/since.Seconds(), float64(d.TCPBytes)/since.Seconds()/1e6)
 			lastLog, lastTraffic = time.Now(), tr
+			if traceFalse {
+				logHeap()
+			}
 		}
 		if time.Since(t0) >= bound {
 			break
