@@ -197,6 +197,9 @@ type machineState struct {
 	rtts      map[string]time.Duration
 	// the ack payloads of the packet being handled (ping.go)
 	ackPayloads []*wire.AckPayload
+	// dec decodes each packet into the memory of the last: the messages
+	// live only while HandlePacket runs.
+	dec wire.PacketDecoder
 	// name-conflict checks in flight, by seq, and the addresses found to
 	// run a second process of this name (admission.go)
 	conflictChecks    map[uint32]netip.AddrPort
@@ -415,7 +418,7 @@ func (m *Machine) Members() []Member {
 func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) error {
 	m.stats.PacketsReceived++
 	m.stats.BytesReceived += uint64(len(data))
-	msgs, unknownFields, err := wire.DecodePacketCounted(data)
+	msgs, unknownFields, err := m.dec.Decode(data)
 	if err != nil {
 		m.stats.PacketsDropped++
 		return fmt.Errorf("swim: packet from %s: %w", from, err)

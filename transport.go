@@ -41,8 +41,9 @@ type PacketHandlerTransport interface {
 	Transport
 	// HandlePackets makes the transport call h for each packet received
 	// from then on, from one goroutine at a time, in order, instead of
-	// sending it on Packets. h owns p.Data and does not block for long.
-	// Memberlist calls it once, when it starts.
+	// sending it on Packets. p.Data is h's until h returns (the transport
+	// may read the next packet into the same memory), and h does not
+	// block for long. Memberlist calls it once, when it starts.
 	HandlePackets(h func(p IncomingPacket))
 }
 
@@ -429,15 +430,18 @@ func (t *NetTransport) readPackets() {
 			buf = make([]byte, udpReadBufferSize)
 			continue
 		}
-		// buf is reused for the next read: the consumer gets its own copy.
-		data := make([]byte, n)
-		copy(data, buf[:n])
-		p := IncomingPacket{From: unmapAddrPort(from), Data: data}
 		if h := t.handler.Load(); h != nil {
-			(*h)(p)
+			// The handler is done with the packet when it returns: the
+			// next read may use the same buffer, and a packet costs no
+			// allocation.
+			(*h)(IncomingPacket{From: unmapAddrPort(from), Data: buf[:n]})
 			continue
 		}
-		t.deliver(p)
+		// buf is reused for the next read: the channel's consumer gets its
+		// own copy.
+		data := make([]byte, n)
+		copy(data, buf[:n])
+		t.deliver(IncomingPacket{From: unmapAddrPort(from), Data: data})
 	}
 }
 

@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -583,7 +584,8 @@ func TestMemberlistSizesReadBufferForPacketBudget(t *testing.T) {
 }
 
 // TestNetTransportHandlePackets: once a handler is set, every packet goes to
-// it, in order, with its own copy of the data, and none to Packets.
+// it, in order, and none to Packets. The data is the handler's until it
+// returns, so it keeps a copy.
 func TestNetTransportHandlePackets(t *testing.T) {
 	a := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
 	b := newTestTransport(t, NetTransportConfig{BindAddr: "127.0.0.1"})
@@ -592,6 +594,7 @@ func TestNetTransportHandlePackets(t *testing.T) {
 	b.HandlePackets(func(p IncomingPacket) {
 		mu.Lock()
 		defer mu.Unlock()
+		p.Data = bytes.Clone(p.Data)
 		got = append(got, p)
 	})
 	payloads := append(numbered(100), []byte("a longer packet than the others"))

@@ -49,7 +49,7 @@ func stormRun(t *testing.T, n int, join, pauseAt time.Duration, pause bool) (s *
 // The suspicions and refutations are relayed at the storm's pace: the 10 s
 // they are in flight cost the cluster few packets more than the same 10 s
 // of the same boot without the pauses (every member relaying them at one
-// round per GossipInterval sent 5% more), and no one is declared dead.
+// round per GossipInterval sent 8% more), and no one is declared dead.
 func TestScenarioSuspicionsInAJoinStorm(t *testing.T) {
 	if !*stormScenario {
 		t.Skip("1,536 members booting twice, 35 s (5 min under -race): make test runs it with -storm")

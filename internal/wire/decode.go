@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 )
 
@@ -35,7 +36,31 @@ func DecodeStreamPacket(b []byte) ([]Message, error) {
 	return msgs, err
 }
 
+// PacketDecoder is DecodePacketCounted for a caller that handles one packet
+// at a time: it decodes into arrays it keeps from one packet to the next,
+// so a packet costs no allocation beyond its strings and byte fields. The
+// messages Decode returns are valid until the next Decode, which reuses
+// their memory; what they hold (strings, byte slices) stays valid. The zero
+// value is ready to use; it is not safe for concurrent use.
+type PacketDecoder struct {
+	msgs []Message
+	keep slabs
+}
+
+// Decode is DecodePacketCounted(b), into the decoder's memory.
+func (pd *PacketDecoder) Decode(b []byte) (msgs []Message, unknownFields int, err error) {
+	clear(pd.msgs)
+	pd.msgs = pd.msgs[:0]
+	return decodePacketInto(b, MaxPacketSize, pd)
+}
+
 func decodePacket(b []byte, limit int) (msgs []Message, unknownFields int, err error) {
+	return decodePacketInto(b, limit, nil)
+}
+
+// decodePacketInto decodes into pd's memory, or into new memory when pd is
+// nil.
+func decodePacketInto(b []byte, limit int, pd *PacketDecoder) (msgs []Message, unknownFields int, err error) {
 	if len(b) > limit {
 		return nil, 0, &DecodeError{Err: fmt.Errorf("%w: packet of %d bytes, limit %d", ErrTooLarge, len(b), limit)}
 	}
@@ -49,7 +74,13 @@ func decodePacket(b []byte, limit int) (msgs []Message, unknownFields int, err e
 		return nil, 0, &DecodeError{Err: ErrTruncated}
 	}
 	if t := Type(b[1]); t != TypeCompound {
-		msgs := newSingle(t)
+		var msgs []Message
+		if pd == nil {
+			msgs = newSingle(t)
+		} else if m := pd.one(t); m != nil {
+			msgs = append(pd.msgs, m)
+			pd.msgs = msgs
+		}
 		if msgs == nil {
 			// A kind from a newer protocol: its body is not ours to read.
 			return []Message{&Unknown{Kind: t}}, 0, nil
@@ -65,8 +96,15 @@ func decodePacket(b []byte, limit int) (msgs []Message, unknownFields int, err e
 	if d.err != nil {
 		return nil, 0, &DecodeError{Type: TypeCompound, Field: d.field, Err: d.err}
 	}
-	msgs = make([]Message, n)
-	s := newSlabs(d, n)
+	var s slabs
+	if pd == nil {
+		msgs = make([]Message, n)
+		s = newSlabs(d, n, &slabs{})
+	} else {
+		msgs = slices.Grow(pd.msgs, n)[:n]
+		pd.msgs = msgs
+		s = newSlabs(d, n, &pd.keep)
+	}
 	for i := range msgs {
 		f := compoundItem(&d)
 		if d.err != nil {
@@ -301,8 +339,9 @@ type slabs struct {
 }
 
 // newSlabs counts the types of the n frames ahead of d (a copy: the real
-// pass reports any error) and allocates an array for each type present.
-func newSlabs(d decoder, n int) slabs {
+// pass reports any error) and takes an array for each type present from
+// keep, which it grows as needed (an empty keep: new arrays).
+func newSlabs(d decoder, n int, keep *slabs) slabs {
 	var counts [TypeViewDigest + 1]int
 	for range n {
 		f := d.raw("", math.MaxInt, false)
@@ -313,28 +352,54 @@ func newSlabs(d decoder, n int) slabs {
 			counts[t]++
 		}
 	}
+	return newSlabsCounted(counts, keep)
+}
+
+// newSlabsCounted takes from keep an array of counts[t] messages of each
+// type t.
+func newSlabsCounted(counts [TypeViewDigest + 1]int, keep *slabs) slabs {
 	return slabs{
-		ping:     makeSlab[Ping](counts[TypePing]),
-		pingReq:  makeSlab[PingReq](counts[TypePingReq]),
-		ack:      makeSlab[Ack](counts[TypeAck]),
-		nack:     makeSlab[Nack](counts[TypeNack]),
-		alive:    makeSlab[Alive](counts[TypeAlive]),
-		suspect:  makeSlab[Suspect](counts[TypeSuspect]),
-		dead:     makeSlab[Dead](counts[TypeDead]),
-		pushPull: makeSlab[PushPull](counts[TypePushPull]),
-		user:     makeSlab[User](counts[TypeUser]),
-		bcast:    makeSlab[Broadcast](counts[TypeBroadcast]),
-		ackData:  makeSlab[AckPayload](counts[TypeAckPayload]),
-		beat:     makeSlab[Heartbeat](counts[TypeHeartbeat]),
-		digest:   makeSlab[ViewDigest](counts[TypeViewDigest]),
+		ping:     slabOf(&keep.ping, counts[TypePing]),
+		pingReq:  slabOf(&keep.pingReq, counts[TypePingReq]),
+		ack:      slabOf(&keep.ack, counts[TypeAck]),
+		nack:     slabOf(&keep.nack, counts[TypeNack]),
+		alive:    slabOf(&keep.alive, counts[TypeAlive]),
+		suspect:  slabOf(&keep.suspect, counts[TypeSuspect]),
+		dead:     slabOf(&keep.dead, counts[TypeDead]),
+		pushPull: slabOf(&keep.pushPull, counts[TypePushPull]),
+		user:     slabOf(&keep.user, counts[TypeUser]),
+		bcast:    slabOf(&keep.bcast, counts[TypeBroadcast]),
+		ackData:  slabOf(&keep.ackData, counts[TypeAckPayload]),
+		beat:     slabOf(&keep.beat, counts[TypeHeartbeat]),
+		digest:   slabOf(&keep.digest, counts[TypeViewDigest]),
 	}
 }
 
-func makeSlab[T any](n int) []T {
+// slabOf returns keep's array, cleared of the messages of its last use and
+// grown to n if need be, as an array of n zero messages (nil for none).
+func slabOf[T any](keep *[]T, n int) []T {
+	clear(*keep)
 	if n == 0 {
+		*keep = (*keep)[:0]
 		return nil
 	}
-	return make([]T, n)
+	if cap(*keep) < n {
+		*keep = make([]T, n)
+	} else {
+		*keep = (*keep)[:n]
+	}
+	return *keep
+}
+
+// one returns the zero message of type t a packet of that one message
+// decodes into, or nil for a type this version does not know.
+func (pd *PacketDecoder) one(t Type) Message {
+	var counts [TypeViewDigest + 1]int
+	if t > 0 && int(t) < len(counts) {
+		counts[t] = 1
+	}
+	s := newSlabsCounted(counts, &pd.keep)
+	return s.next(t)
 }
 
 // next returns the next zero message of type t, or nil if t is unknown or a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,8 +42,17 @@ func FuzzDecodePacket(f *testing.F) {
 	for _, s := range seedPackets(f) {
 		f.Add(s)
 	}
+	var mu sync.Mutex
+	var reused PacketDecoder // one for all inputs: each decodes into the memory of the last
 	f.Fuzz(func(t *testing.T, b []byte) {
 		msgs, err := DecodePacket(b)
+		mu.Lock()
+		viaDecoder, _, errAgain := reused.Decode(b)
+		if err == nil {
+			require.Equal(t, msgs, viaDecoder, "the PacketDecoder")
+		}
+		mu.Unlock()
+		require.Equal(t, err, errAgain, "the PacketDecoder")
 		if err != nil {
 			requireDecodeError(t, err, nil)
 			return

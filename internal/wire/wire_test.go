@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -667,4 +668,35 @@ func TestDecodePacketCounted(t *testing.T) {
 	_, unknownFields, err = DecodePacketCounted(unhex(t, "01 03 91 2a"))
 	require.NoError(t, err)
 	require.Zero(t, unknownFields)
+}
+
+// A PacketDecoder decodes what DecodePacketCounted does, packet after
+// packet into the same memory, and allocates only the messages' strings
+// and byte fields.
+func TestPacketDecoderReusesItsMemory(t *testing.T) {
+	var pd PacketDecoder
+	var packets [][]byte
+	for _, g := range allGoldenCases() {
+		packets = append(packets, encodeMessages(t, g.msgs))
+	}
+	for round := range 2 {
+		for i, b := range packets {
+			want, wantUnknown, wantErr := DecodePacketCounted(b)
+			got, gotUnknown, gotErr := pd.Decode(b)
+			require.Equal(t, wantErr, gotErr, "round %d, packet %d", round, i)
+			require.Equal(t, want, got, "round %d, packet %d", round, i)
+			require.Equal(t, wantUnknown, gotUnknown)
+		}
+	}
+
+	var alives []Message
+	for i := range 10 {
+		alives = append(alives, &Alive{Name: fmt.Sprintf("member-%d", i), Addr: []byte{1, 2, 3, 4, 0x1e, 0x61}, Incarnation: uint64(i)})
+	}
+	compound := encodeMessages(t, alives)
+	fresh := testing.AllocsPerRun(100, func() { _, _, _ = DecodePacketCounted(compound) })
+	reused := testing.AllocsPerRun(100, func() { _, _, _ = pd.Decode(compound) })
+	t.Logf("a compound of 10 alives: %.0f allocations, %.0f with a PacketDecoder", fresh, reused)
+	require.Equal(t, float64(len(alives)), reused, "one per alive, for its name and address")
+	require.Less(t, reused, fresh)
 }
