@@ -23,7 +23,8 @@ import (
 // receives fewer copies of it. The first join after a quiet spell goes out
 // as before: a lone join spreads as fast as it always did.
 //
-// Relayed news keeps the same pace in a cluster that large, storm or not.
+// Relayed news keeps the same pace, storm or not, from 1,024 members (where
+// joinStormGap is longer than GossipInterval).
 // Each member that hears a suspicion, a refutation or a death would
 // otherwise open a round every GossipInterval until it has sent it its
 // RetransmitMult·log N times: every member at once, 61,000 packets a
@@ -52,9 +53,10 @@ import (
 const joinStormScale = 512
 
 // joinStormGap is the least time between two gossip rounds that only join
-// news opens: GossipInterval times N/joinStormScale, so that a storm's
-// rounds cost the cluster about the same packets a second at any size
-// (1.6 s at 4,096 members with LAN defaults). Zero at or below the scale.
+// news or relayed news opens (roundsPaced): GossipInterval times
+// N/joinStormScale, rounded down, so that a storm's rounds cost the
+// cluster about the same packets a second at any size (1.6 s at 4,096
+// members with LAN defaults). Zero at or below the scale.
 func (m *Machine) joinStormGap() time.Duration {
 	n := m.NumMembers()
 	if n <= joinStormScale || m.cfg.GossipInterval <= 0 {
