@@ -46,7 +46,7 @@ func (m *Machine) viewDigest() wire.ViewDigest {
 // stableRoundsToPair rounds, so that the digest speaks of news that has
 // landed.
 func (m *Machine) viewStill(now time.Time) bool {
-	return m.ring.mods == m.ringModsSeen && m.roundOf(now)-m.ringChanged >= stableRoundsToPair
+	return m.roundOf(now)-m.ringChanged >= stableRoundsToPair
 }
 
 // digestDue reports whether this round's Heartbeats carry the digest.

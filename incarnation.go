@@ -131,7 +131,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		return
 	}
 	s := m.lookup(a.Name)
-	if s != nil && m.learnVersions(s, a.Incarnation, a.Versions) {
+	if s != nil && m.learnVersions(now, s, a.Incarnation, a.Versions) {
 		return
 	}
 	if s != nil && precedence(s.state(), s.inc(), StateAlive, a.Incarnation) == stale || !m.plausible(s, a.Incarnation) {
@@ -162,7 +162,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		}
 		s = m.addEntry(a.Name, addr, a.Meta, a.Versions, StateAlive, a.Incarnation, now)
 		m.dropTomb(a.Name)
-		m.ringInsert(s)
+		m.ringInsert(now, s)
 		m.notePartition(now, false)
 		m.addToProbeOrder(s)
 		m.version++
@@ -177,7 +177,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 	changed := moved || string(m.metaOf(s)) != string(a.Meta) || a.Versions != m.versionsOf(s)
 	s.setInc(a.Incarnation)
 	if changed {
-		m.setIdentity(s, addr, a.Meta, a.Versions)
+		m.setIdentity(now, s, addr, a.Meta, a.Versions)
 	}
 	m.version++
 	switch prev {
@@ -316,11 +316,11 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 // unknown (read as protocol 1, the safe side) until news that carries them
 // arrives: a later copy, or the member's own push-pull entry, at the same
 // incarnation and so otherwise stale.
-func (m *Machine) learnVersions(s *memberState, inc uint64, v wire.Versions) bool {
+func (m *Machine) learnVersions(now time.Time, s *memberState, inc uint64, v wire.Versions) bool {
 	if v == (wire.Versions{}) || inc != s.inc() || !s.live() || s == m.self || v == m.versionsOf(s) {
 		return false
 	}
-	m.setIdentity(s, m.addrOf(s), m.metaOf(s), v)
+	m.setIdentity(now, s, m.addrOf(s), m.metaOf(s), v)
 	m.version++
 	return true
 }
@@ -449,10 +449,10 @@ func (m *Machine) setState(now time.Time, s *memberState, state State) {
 	switch {
 	case s.live() && !wasLive:
 		m.removeDead(s)
-		m.ringInsert(s)
+		m.ringInsert(now, s)
 		m.notePartition(now, false)
 	case !s.live() && wasLive:
-		m.ringRemove(s)
+		m.ringRemove(now, s)
 		m.appendDead(s, now)
 		m.notePartition(now, state == StateLeft)
 	case !s.live():

@@ -133,7 +133,7 @@ func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
 	if len(meta) > m.cfg.MaxMetaSize {
 		return fmt.Errorf("%w: %d bytes, over MaxMetaSize %d", ErrMetaTooLarge, len(meta), m.cfg.MaxMetaSize)
 	}
-	m.setIdentity(m.self, m.addrOf(m.self), meta, m.versionsOf(m.self))
+	m.setIdentity(now, m.self, m.addrOf(m.self), meta, m.versionsOf(m.self))
 	m.self.setInc(nextIncarnation(m.self.inc()))
 	m.version++
 	m.broadcastSelfAlive()

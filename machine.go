@@ -173,18 +173,16 @@ type machineState struct {
 	probes      []*probeRound // in flight; aligned rounds can overlap
 	// Paired rounds (pairing.go): the round of the next Heartbeat and
 	// when it is due, the first round whose partners are still to be
-	// checked, and the members on the ring that cannot pair.
-	beatRound  int64
-	nextBeat   time.Time
-	checkRound int64
-	unpaired   map[uint32]struct{}
-	// the ring's mods when a round last looked, and the rounds since it
-	// changed (pairing.go: noteRound)
-	ringModsSeen uint64
-	stableRounds int
-	roundNoted   int64
-	// ringChanged is the round in which a round last saw the ring changed
-	// (digest.go), ringXor the XOR of the ring's name hashes.
+	// checked, the last round whose checks were planned, and the members
+	// on the ring that cannot pair.
+	beatRound     int64
+	nextBeat      time.Time
+	checkRound    int64
+	checksPlanned int64
+	unpaired      map[uint32]struct{}
+	// ringChanged is the round in which the ring, or who on it can pair,
+	// last changed (pairing.go, digest.go); ringXor the XOR of the ring's
+	// name hashes.
 	ringChanged int64
 	ringXor     uint32
 	// lastHeardAny is when a packet from any member last arrived.
@@ -317,7 +315,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), StateAlive, 0, now)
 	m.version = 1
 	m.unpaired = make(map[uint32]struct{})
-	m.ringInsert(m.self)
+	m.ringInsert(now, m.self)
 	// Spread the periodic work of members started together over one
 	// interval, so they do not probe and exchange state in lockstep.
 	if cfg.AlignedProbing {

@@ -57,38 +57,63 @@ import (
 // only while every live member it knows announced that protocol; otherwise
 // it probes as aligned probing does, so a cluster being upgraded one
 // process at a time probes as before until its last old member is gone.
-// It also probes for two rounds after its ring changed, while the rings of
-// the others are likely to disagree with it (stableRoundsToPair).
+//
+// It also probes after its ring changed, while the rings of the others are
+// likely to disagree with it, and the change moves it from one mode to the
+// other mid-round while the others move at other moments, as the news
+// reaches them. Under either mode alone every member is checked each
+// round; a round in which a member's prober pairs and its partner probes
+// would leave it unchecked. So no round is left between the modes: from
+// the moment its ring changes a member probes, and still makes the checks
+// and sends the Heartbeats it had planned for that round; it probes through
+// the round stableRoundsToPair after the change, and in that round pairs as
+// well. Two members that learn of a change up to a round apart are both
+// probing, or one of them does both, in every round: the cost is one round
+// of both modes per change, the gain that a wave of deaths, each changing
+// every ring, never delays the next one's check.
 
-// paired reports whether this member pairs in its rounds now.
-func (m *Machine) paired() bool {
-	return m.cfg.PairedProbing && m.cfg.AlignedProbing && m.cfg.AnyTrafficHeartbeat &&
-		len(m.unpaired) == 0 && m.stableRounds >= stableRoundsToPair
+// pairable reports whether this member may pair at all: configured to, and
+// every live member it knows announced Heartbeats.
+func (m *Machine) pairable() bool {
+	return m.cfg.PairedProbing && m.cfg.AlignedProbing && m.cfg.AnyTrafficHeartbeat && len(m.unpaired) == 0
 }
 
-// stableRoundsToPair is how many rounds the ring must stay as it is before
-// a member pairs. While the ring changes (a boot, a join storm, a mass
+// pairingIn reports whether round r is a paired one: the ring stood still
+// for stableRoundsToPair rounds before it.
+func (m *Machine) pairingIn(r int64) bool {
+	return m.pairable() && r >= m.ringChanged+stableRoundsToPair
+}
+
+// probingIn reports whether this member probes its aligned target in round
+// r: always when it cannot pair, and otherwise from the round its ring
+// changed through the first paired round after it.
+func (m *Machine) probingIn(r int64) bool {
+	return !m.pairable() || r <= m.ringChanged+stableRoundsToPair
+}
+
+// ringMoved notes a change of the ring, or of who on it can pair, at now,
+// and restarts probing at the next aligned phase if it was idle.
+func (m *Machine) ringMoved(now time.Time) {
+	wasProbing := m.probingIn(m.probeRound)
+	r := m.roundOf(now)
+	m.ringChanged = r
+	if !m.cfg.AlignedProbing || wasProbing {
+		return
+	}
+	m.probeRound = r
+	if t := m.alignedTarget(r); t == nil || m.roundTime(r, t).Before(now) {
+		m.probeRound++ // its phase in this round is past
+	}
+	m.nextProbe = m.roundTime(m.probeRound, m.alignedTarget(m.probeRound))
+}
+
+// stableRoundsToPair is how many rounds after its ring changed a member
+// pairs again. While the ring changes (a boot, a join storm, a mass
 // failure) the members' rings disagree, a Heartbeat goes to a member that
 // does not expect it and its expected partner falls back to a probe: three
 // packets where aligned probing, which only probes someone twice when
 // views disagree, sends two, on a cluster that is busy already.
 const stableRoundsToPair = 2
-
-// noteRound counts the rounds since the ring last changed. Whichever of
-// probing and pairing is running calls it when its round's work is due,
-// so the mode changes only there; a round is counted once however many
-// times it is called in it.
-func (m *Machine) noteRound(now time.Time) {
-	if m.ring.mods != m.ringModsSeen {
-		m.ringModsSeen, m.stableRounds, m.roundNoted = m.ring.mods, 0, m.roundOf(now)
-		m.ringChanged = m.roundNoted
-		return
-	}
-	if r := m.roundOf(now); r > m.roundNoted && m.stableRounds < stableRoundsToPair {
-		m.stableRounds++
-		m.roundNoted = r
-	}
-}
 
 // pairCapable reports whether s announced the protocol with Heartbeats.
 func (m *Machine) pairCapable(s *memberState) bool {
@@ -96,11 +121,15 @@ func (m *Machine) pairCapable(s *memberState) bool {
 }
 
 // notePairing records whether s, a member on the ring, can pair.
-func (m *Machine) notePairing(s *memberState) {
+func (m *Machine) notePairing(now time.Time, s *memberState) {
+	_, was := m.unpaired[s.id]
 	if m.pairCapable(s) {
 		delete(m.unpaired, s.id)
 	} else {
 		m.unpaired[s.id] = struct{}{}
+	}
+	if _, is := m.unpaired[s.id]; is != was {
+		m.ringMoved(now)
 	}
 }
 
@@ -185,22 +214,32 @@ func (m *Machine) scheduleHeartbeats(now time.Time) {
 
 // tickHeartbeat sends this round's Heartbeats (timerHeartbeat) and plans
 // the checks of the next round: every check of a round is due after its
-// start, and the Heartbeat of the round before comes before that.
+// start, and the Heartbeat of the round before comes before that. It runs
+// every round while the member may pair, so that the first paired round
+// after a change is planned in the round before it.
 func (m *Machine) tickHeartbeat(now time.Time) {
 	if now.Before(m.nextBeat) {
 		return
 	}
-	if m.noteRound(now); !m.paired() {
-		return // the ring changed: probing takes over (wanted)
-	}
 	if m.roundOf(now) > m.beatRound {
 		// We were not running for the rest of the round (a pause), or
-		// pairing has just begun: start again from now.
+		// pairing has just become possible: start again from now.
 		m.scheduleHeartbeats(now)
 		if now.Before(m.nextBeat) {
 			return
 		}
 	}
+	if m.pairingIn(m.beatRound) || m.checksPlanned == m.beatRound {
+		m.sendHeartbeats(now)
+	}
+	m.beatRound++
+	m.nextBeat = m.roundTime(m.beatRound, m.self)
+	m.planChecks(m.beatRound)
+}
+
+// sendHeartbeats sends this round's Heartbeats to this member's partners,
+// unless it hears no one.
+func (m *Machine) sendHeartbeats(now time.Time) {
 	var buf [2]*memberState
 	partners := m.pairPartners(m.beatRound, buf[:0])
 	if len(partners) > 0 && !m.heardAnyoneSince(now.Add(-deafRounds*m.cfg.ProbeInterval)) {
@@ -229,9 +268,6 @@ func (m *Machine) tickHeartbeat(now time.Time) {
 		}
 		m.sendWith(m.addrOf(p), hb, claim, vd)
 	}
-	m.beatRound++
-	m.nextBeat = m.roundTime(m.beatRound, m.self)
-	m.planChecks(m.beatRound)
 }
 
 // deafRounds is how many rounds a member may hear nothing from any member
@@ -245,13 +281,14 @@ func (m *Machine) heardAnyoneSince(t time.Time) bool {
 	return !m.lastHeardAny.IsZero() && !m.lastHeardAny.Before(t)
 }
 
-// planChecks arms the checks of this member's partners in round r, unless
-// local health skips the round (Lifeguard §IV-A).
+// planChecks arms the checks of this member's partners in round r if it is
+// a paired round, unless local health skips it (Lifeguard §IV-A).
 func (m *Machine) planChecks(r int64) {
-	if !m.paired() || r < m.checkRound {
+	if !m.pairingIn(r) || r < m.checkRound {
 		return
 	}
 	m.checkRound = r + int64(m.health) + 1
+	m.checksPlanned = r
 	var buf [2]*memberState
 	for _, p := range m.pairPartners(r, buf[:0]) {
 		m.after(m.checkDue(r, p), timerPairCheck, uint64(p.id), uint64(r), "")
@@ -267,13 +304,13 @@ func (m *Machine) checkDue(r int64, p *memberState) time.Time {
 
 // checkPartner judges member id's Heartbeat of round r (timerPairCheck):
 // heard from since half a round before its phase, it is alive; otherwise
-// it is probed, as from its phase.
+// it is probed, as from its phase. A check planned is made even if the
+// ring changed since: the member's partner in the new ring may not have
+// planned one (see the top of this file).
 func (m *Machine) checkPartner(now time.Time, id uint32, r int64) {
 	s := m.entry(id)
-	if s == nil || !s.live() || m.self.state() != StateAlive || !m.paired() || !m.isPartner(r, s) {
-		// Gone, or no longer our partner: the view changed since the
-		// check was planned, and the member's partner now checks it.
-		return
+	if s == nil || !s.live() || s == m.self || m.self.state() != StateAlive {
+		return // gone
 	}
 	phase := m.roundTime(r, s)
 	if m.heardSince(s, phase.Add(-m.cfg.ProbeInterval/2)) {

@@ -165,7 +165,7 @@ func TestPairedProbingSilentPartner(t *testing.T) {
 	h, peer := pairedMT(t)
 	r0 := h.m.roundOf(h.now) + warmRounds
 	driveRounds(h, peer, r0-warmRounds, r0, func(int64) bool { return true })
-	require.True(t, h.m.paired())
+	require.True(t, pairedNow(h))
 	phase := h.m.roundTime(r0, peer)
 	var firstPing time.Time
 	var suspectAt time.Time
@@ -221,7 +221,7 @@ func TestPairedProbingMixedCluster(t *testing.T) {
 	h, peer := pairedMTWith(t, cfg, old)
 	r0 := h.m.roundOf(h.now) + 1
 	sent := driveRounds(h, peer, r0, r0+8, func(int64) bool { return true })
-	require.False(t, h.m.paired())
+	require.False(t, pairedNow(h))
 	require.Zero(t, kinds(sent, mtPeerAddr(1))["*wire.Heartbeat"]+kinds(sent, mtPeerAddr(2))["*wire.Heartbeat"])
 	require.Positive(t, kinds(sent, mtPeerAddr(1))["*wire.Ping"]+kinds(sent, mtPeerAddr(2))["*wire.Ping"])
 
@@ -232,27 +232,47 @@ func TestPairedProbingMixedCluster(t *testing.T) {
 	h.feed(mtPeerAddr(2), up)
 	h.ready()
 	driveRounds(h, peer, r0+8, r0+8+warmRounds, func(int64) bool { return true })
-	require.True(t, h.m.paired())
+	require.True(t, pairedNow(h))
 }
 
 // TestPairedProbingProbesWhileTheRingChanges: a member whose ring changed
-// probes for stableRoundsToPair rounds before it pairs again, so that
-// during a boot or a wave of failures, when rings disagree, nobody pays
-// for Heartbeats sent to members that do not expect them.
+// probes from that moment through the round stableRoundsToPair after it,
+// sends no Heartbeats in the rounds between, and in that last round pairs
+// as well: a boot or a wave of failures, when rings disagree, costs no
+// Heartbeats sent to members that do not expect them, and members that
+// learn of the change at different moments leave no round unchecked.
 func TestPairedProbingProbesWhileTheRingChanges(t *testing.T) {
 	cfg := mtConfig()
 	cfg.PauseTolerance = time.Minute // the new, silent member stays live
 	h, peer := pairedMTWith(t, cfg)
 	r0 := h.m.roundOf(h.now) + warmRounds
 	driveRounds(h, peer, r0-warmRounds, r0, func(int64) bool { return true })
-	require.True(t, h.m.paired())
+	require.True(t, pairedNow(h))
 	h.feed(mtPeerAddr(1), pairedAlive(2))
 	h.ready()
-	sent := driveRounds(h, peer, r0, r0+1, func(int64) bool { return true })
-	require.False(t, h.m.paired(), "paired in the round after the ring changed")
-	require.Zero(t, kinds(sent, mtPeerAddr(1))["*wire.Heartbeat"]+kinds(sent, mtPeerAddr(2))["*wire.Heartbeat"])
-	driveRounds(h, peer, r0+2, r0+2+warmRounds, func(int64) bool { return true })
-	require.True(t, h.m.paired(), "paired again once the ring is stable")
+	c := h.m.roundOf(h.now)
+	sent := driveRounds(h, peer, c, c+stableRoundsToPair+2, func(int64) bool { return true })
+	beats, pings := map[int64]int{}, map[int64]int{}
+	for _, p := range sent {
+		for _, msg := range p.Msgs {
+			switch msg.(type) {
+			case *wire.Heartbeat:
+				beats[h.m.roundOf(p.At)]++
+			case *wire.Ping:
+				pings[h.m.roundOf(p.At)]++
+			}
+		}
+	}
+	for r := c + 1; r < c+stableRoundsToPair; r++ {
+		require.Zero(t, beats[r], "round %d after the change: a Heartbeat", r-c)
+		require.Positive(t, pings[r], "round %d after the change: no probe", r-c)
+	}
+	last := c + stableRoundsToPair
+	require.Positive(t, beats[last], "the first paired round after the change: no Heartbeat")
+	require.Positive(t, pings[last], "the first paired round after the change: no probe")
+	require.True(t, h.m.pairingIn(last) && h.m.probingIn(last))
+	require.Positive(t, beats[last+1], "paired again once the ring is stable")
+	require.True(t, pairedNow(h) && !h.m.probingIn(h.m.roundOf(h.now)), "paired, not probing, once the ring is stable")
 }
 
 // pairedAlive is peer i's alive at incarnation 1, announcing protocol 4.
@@ -261,3 +281,6 @@ func pairedAlive(i int) *wire.Alive {
 	a.Versions = wire.Versions{ProtocolMin: wire.ProtocolMin, ProtocolMax: wire.ProtocolPaired}
 	return a
 }
+
+// pairedNow reports whether the Machine's present round is a paired one.
+func pairedNow(h *mt) bool { return h.m.pairingIn(h.m.roundOf(h.now)) }

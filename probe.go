@@ -70,16 +70,16 @@ func (m *Machine) tickProbe(now time.Time) {
 	if m.self.state() != StateAlive || now.Before(m.nextProbe) {
 		return
 	}
-	if m.noteRound(now); m.paired() {
-		return // the ring is stable: pairing takes over (wanted)
-	}
 	if m.cfg.AlignedProbing && m.roundOf(now) > m.probeRound+1 {
-		// Probing stopped for more than a round (paired rounds, or a
-		// pause): start again from the present round instead of
-		// catching up on the rounds missed.
+		// We were not running for more than a round (a pause): start
+		// again from the present round instead of catching up on the
+		// rounds missed.
 		m.probeRound = m.roundOf(now)
 		m.scheduleNextProbe(now)
 		return
+	}
+	if !m.probingIn(m.probeRound) {
+		return // the ring is stable: pairing checks every member (wanted)
 	}
 	target := m.nextProbeTarget(now)
 	m.scheduleNextProbe(now)
@@ -170,19 +170,21 @@ func ringKeyOf(name string) uint64 {
 
 func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys, names: m.reg} }
 
-func (m *Machine) ringInsert(s *memberState) {
+func (m *Machine) ringInsert(now time.Time, s *memberState) {
 	if m.ring.insert(m.ringOrder(), s.id) {
 		m.ringXor ^= uint32(m.reg.ringKeys[s.id])
+		m.ringMoved(now)
 	}
-	m.notePairing(s)
+	m.notePairing(now, s)
 	if m.byName != nil {
 		m.byName.insert(m.nameOrder(), s.id)
 	}
 }
 
-func (m *Machine) ringRemove(s *memberState) {
+func (m *Machine) ringRemove(now time.Time, s *memberState) {
 	if m.ring.remove(m.ringOrder(), s.id) {
 		m.ringXor ^= uint32(m.reg.ringKeys[s.id])
+		m.ringMoved(now)
 	}
 	delete(m.unpaired, s.id)
 	if m.byName != nil {

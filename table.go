@@ -119,7 +119,7 @@ func (m *Machine) removeEntry(s *memberState) {
 func (m *Machine) tableSize() int { return m.ring.len() + m.dead.len() }
 
 // setIdentity moves the entry to the version at (addr, meta, vers).
-func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, vers wire.Versions) {
+func (m *Machine) setIdentity(now time.Time, s *memberState, addr netip.AddrPort, meta []byte, vers wire.Versions) {
 	old := s.version()
 	if m.reg.sameVersion(old, addr, meta, vers) {
 		return
@@ -129,7 +129,7 @@ func (m *Machine) setIdentity(s *memberState, addr netip.AddrPort, meta []byte, 
 	m.reg.releaseVersion(old)
 	s.vs = v<<8 | s.vs&0xff
 	if oldVers != vers && m.ring.index(m.ringOrder(), s.id) >= 0 {
-		m.notePairing(s)
+		m.notePairing(now, s)
 	}
 }
 

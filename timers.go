@@ -171,9 +171,9 @@ func (m *Machine) wanted(kind timerKind) bool {
 	alive := m.self.state() == StateAlive
 	switch kind {
 	case timerProbe:
-		return alive && !m.paired()
+		return alive && m.probingIn(m.probeRound)
 	case timerHeartbeat:
-		return alive && m.paired()
+		return alive && m.pairable()
 	case timerGossip:
 		return m.cfg.GossipInterval > 0 && m.bq.Len()+m.uq.Len() > 0 && m.gossipTargets() > 0
 	case timerPushPull:

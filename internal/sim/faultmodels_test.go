@@ -83,7 +83,11 @@ func TestFaultModelLoss(t *testing.T) {
 			r := m.Report()
 			lost := float64(r.Traffic.DroppedLoss) / float64(r.Traffic.PacketsSent)
 			t.Logf("64 members, 5%% loss, %s (measured %.2f%% of packets), %v:\n%v", model, 100*lost, faultWindow(), r)
-			require.InDelta(t, 0.05, lost, 0.01)
+			// Per link, the packets that follow a lost one on it (the
+			// ack of the ping that replaces a lost Heartbeat) come while
+			// the link is likelier still in its bad spell: the share
+			// lost runs above the model's mean.
+			require.InDelta(t, 0.05, lost, map[bool]float64{true: 0.015, false: 0.01}[model == "bursty links"])
 			require.Zero(t, r.FalseDeaths, "false deaths under %s loss: %v", model, m.FalselyDead())
 			s.SetLoss(0)
 			s.SetBurstyLoss(GilbertElliott{})
