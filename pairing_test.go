@@ -84,6 +84,12 @@ const warmRounds = stableRoundsToPair + 2
 // its Heartbeat at its phase in each round for which beats says so, and
 // returns every packet the Machine sent.
 func driveRounds(h *mt, peer *memberState, from, to int64, beats func(r int64) bool) []mtPkt {
+	return driveRoundsWaking(h, peer, from, to, beats, nil)
+}
+
+// driveRoundsWaking is driveRounds, calling wake with every deadline the
+// Machine is woken for.
+func driveRoundsWaking(h *mt, peer *memberState, from, to int64, beats func(r int64) bool, wake func(time.Time)) []mtPkt {
 	h.t.Helper()
 	var sent []mtPkt
 	advance := func(until time.Time) {
@@ -92,6 +98,9 @@ func driveRounds(h *mt, peer *memberState, from, to int64, beats func(r int64) b
 			d := h.m.NextDeadline()
 			if d.IsZero() || d.After(until) {
 				break
+			}
+			if wake != nil {
+				wake(d)
 			}
 			h.tick(maxTime(d, h.now))
 			sent = append(sent, h.ready().Packets...)
@@ -155,6 +164,26 @@ func TestPairedProbingOnePacketPerRound(t *testing.T) {
 	require.Equal(t, uint64(20), st.PairChecks-before.PairChecks)
 	require.Zero(t, st.Probes-before.Probes)
 	require.Zero(t, st.PairFallbacks-before.PairFallbacks)
+}
+
+// TestPairedProbingWakesOnceARound: a partner heard from passes its check
+// without the check's timer waking the member, so that a paired member's
+// own timers wake it once a round, for its Heartbeat; the partner's
+// Heartbeat is the other wake-up. A member always woken for the check
+// wakes twice.
+func TestPairedProbingWakesOnceARound(t *testing.T) {
+	h, peer := pairedMT(t)
+	r0 := h.m.roundOf(h.now) + warmRounds
+	driveRounds(h, peer, r0-warmRounds, r0, func(int64) bool { return true })
+	before := h.m.Stats()
+	wakes := map[time.Time]bool{}
+	driveRoundsWaking(h, peer, r0, r0+20, func(int64) bool { return true }, func(d time.Time) { wakes[d] = true })
+	for r := r0; r < r0+20; r++ {
+		require.False(t, wakes[h.m.checkDue(r, peer)], "round %d: woken for the check of a partner heard from", r-r0)
+	}
+	require.Len(t, wakes, 20, "wake-ups in 20 rounds")
+	require.Equal(t, uint64(20), h.m.Stats().PairChecks-before.PairChecks, "checks passed")
+	require.Zero(t, h.m.Stats().PairFallbacks-before.PairFallbacks)
 }
 
 // TestPairedProbingSilentPartner: a partner whose Heartbeat does not come is

@@ -209,7 +209,7 @@ func (m *Machine) current(t *timer) bool {
 	case timerProbeEnd:
 		return m.findProbe(uint32(t.key)) != nil
 	case timerPairCheck:
-		return m.entry(uint32(t.key)) != nil
+		return m.pairCheckPending(uint32(t.key), int64(t.inc))
 	case timerCheckExpire:
 		fc := m.finalChecks[uint32(t.key)]
 		return fc != nil && fc.gen == t.inc
