@@ -190,17 +190,6 @@ func (m *Machine) ringSelfPos() int {
 	return m.selfPos
 }
 
-// isPartner reports whether s is paired with this member in round r.
-func (m *Machine) isPartner(r int64, s *memberState) bool {
-	var buf [2]*memberState
-	for _, p := range m.pairPartners(r, buf[:0]) {
-		if p == s {
-			return true
-		}
-	}
-	return false
-}
-
 // scheduleHeartbeats starts the paired rounds at now: the Heartbeat of the
 // current round if its phase is still ahead, else of the next one.
 func (m *Machine) scheduleHeartbeats(now time.Time) {
@@ -302,15 +291,12 @@ func (m *Machine) checkDue(r int64, p *memberState) time.Time {
 	return m.roundTime(r, p).Add(m.scaled(m.cfg.ProbeTimeout) / 2)
 }
 
-// checkPartner judges member id's Heartbeat of round r (timerPairCheck):
-// heard from since half a round before its phase, it is alive; otherwise
-// it is probed, as from its phase. A check planned is made even if the
-// ring changed since: the member's partner in the new ring may not have
-// planned one (see the top of this file).
-func (m *Machine) checkPartner(now time.Time, id uint32, r int64) {
-	if !m.pairCheckPending(id, r) {
-		return
-	}
+// checkPartner probes member id, whose Heartbeat of round r has not come
+// (timerPairCheck, fired only while pairCheckPending holds), as from its
+// phase. A check planned is made even if the ring changed since: the
+// member's partner in the new ring may not have planned one (see the top
+// of this file).
+func (m *Machine) checkPartner(id uint32, r int64) {
 	s := m.entry(id)
 	m.stats.PairFallbacks++
 	m.startProbe(s, m.roundTime(r, s))

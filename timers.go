@@ -289,7 +289,7 @@ func (m *Machine) fire(now time.Time, t *timer) {
 		m.removeProbe(p)
 		m.probeEnded(now, t.at, p)
 	case timerPairCheck:
-		m.checkPartner(now, uint32(t.key), int64(t.inc))
+		m.checkPartner(uint32(t.key), int64(t.inc))
 	case timerProbe:
 		m.tickProbe(now)
 	case timerHeartbeat:
