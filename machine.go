@@ -181,9 +181,10 @@ type machineState struct {
 	checksPlanned int64
 	unpaired      map[uint32]struct{}
 	// ringChanged is the round in which the ring, or who on it can pair,
-	// last changed (pairing.go, digest.go); ringXor the XOR of the ring's
-	// name hashes.
+	// last changed (pairing.go, digest.go); pairFrom the first round in
+	// which it may pair again; ringXor the XOR of the ring's name hashes.
 	ringChanged int64
+	pairFrom    int64
 	ringXor     uint32
 	// lastHeardAny is when a packet from any member last arrived.
 	lastHeardAny time.Time

@@ -79,16 +79,16 @@ func (m *Machine) pairable() bool {
 }
 
 // pairingIn reports whether round r is a paired one: the ring stood still
-// for stableRoundsToPair rounds before it.
+// for stableRoundsToPair rounds before it (longer in a join storm).
 func (m *Machine) pairingIn(r int64) bool {
-	return m.pairable() && r >= m.ringChanged+stableRoundsToPair
+	return m.pairable() && r >= m.pairFrom
 }
 
 // probingIn reports whether this member probes its aligned target in round
 // r: always when it cannot pair, and otherwise from the round its ring
 // changed through the first paired round after it.
 func (m *Machine) probingIn(r int64) bool {
-	return !m.pairable() || r <= m.ringChanged+stableRoundsToPair
+	return !m.pairable() || r <= m.pairFrom
 }
 
 // ringMoved notes a change of the ring, or of who on it can pair, at now,
@@ -97,6 +97,8 @@ func (m *Machine) ringMoved(now time.Time) {
 	wasProbing := m.probingIn(m.probeRound)
 	r := m.roundOf(now)
 	m.ringChanged = r
+	// A storm's hold is kept by a change after it ended: max.
+	m.pairFrom = max(m.pairFrom, r+stableRoundsToPair+m.stormHoldRounds(now))
 	if !m.cfg.AlignedProbing || wasProbing {
 		return
 	}
@@ -114,6 +116,27 @@ func (m *Machine) ringMoved(now time.Time) {
 // packets where aligned probing, which only probes someone twice when
 // views disagree, sends two, on a cluster that is busy already.
 const stableRoundsToPair = 2
+
+// stormHoldRounds is how many rounds more a member waits to pair after its
+// ring changed in a join storm (joinstorm.go): the rounds of
+// joinStormGrace, zero outside a storm and at or below joinStormScale
+// members. In a storm of a large cluster each member's ring changes about
+// every round, at moments that differ from member to member, so a member
+// that went back to pairing whenever its ring stood still for
+// stableRoundsToPair rounds would, most times, change it again before the
+// round it planned for, and make those checks and Heartbeats on top of
+// probing: more packets than probing alone, on a cluster the storm keeps
+// busy already. Holding off until the storm has passed (the last join
+// news is joinStormGrace old) costs a storm nothing, since it probes
+// throughout, and the first change after a quiet spell, a lone join or a
+// death, waits no longer than before.
+func (m *Machine) stormHoldRounds(now time.Time) int64 {
+	if !m.inJoinStorm(now) || m.cfg.ProbeInterval <= 0 {
+		return 0
+	}
+	g, p := m.joinStormGrace(), m.cfg.ProbeInterval
+	return int64((g + p - 1) / p)
+}
 
 // pairCapable reports whether s announced the protocol with Heartbeats.
 func (m *Machine) pairCapable(s *memberState) bool {
@@ -222,6 +245,12 @@ func (m *Machine) tickHeartbeat(now time.Time) {
 		m.sendHeartbeats(now)
 	}
 	m.beatRound++
+	if m.beatRound < m.pairFrom-1 {
+		// A storm holds pairing off (stormHoldRounds): nothing to send
+		// nor to plan before the round ahead of the first paired one.
+		// pairFrom only moves later, so the wake-up is never late.
+		m.beatRound = m.pairFrom - 1
+	}
 	m.nextBeat = m.roundTime(m.beatRound, m.self)
 	m.planChecks(m.beatRound)
 }

@@ -31,6 +31,10 @@ func (c *Cluster) Converge() error {
 		self := m.LocalMember()
 		state.Members = append(state.Members, wire.MemberState{
 			Name: self.Name, Addr: wire.EncodeAddr(self.Addr), Incarnation: self.Incarnation, Meta: self.Meta,
+			// What its alive announces: without it the others would
+			// take it for a member of protocol 1 until they hear from
+			// it, and not pair.
+			Versions: wire.Versions(self.Versions),
 		})
 		up = append(up, n)
 	}

@@ -12,22 +12,37 @@ import (
 
 var stormScenario = flag.Bool("storm", false, "run TestScenarioSuspicionsInAJoinStorm (make test runs it without the race detector, under which it takes five minutes)")
 
+// stormWindow is what the members sent in a window of a storm: packets
+// and Heartbeats, summed over all of them.
+type stormWindow struct{ packets, heartbeats uint64 }
+
 // stormRun boots n members through one seed, the joins spread evenly over
 // join; at pauseAt (if not zero) five members that joined stop for 3 s (a
 // GC pause), long enough to be suspected, and refute when they resume. It
-// returns the scenario 30 s after the last join, the paused members, and
-// the packets the cluster sent in the 10 s from pauseAt.
-func stormRun(t *testing.T, n int, join, pauseAt time.Duration, pause bool) (s *scenario, paused []string, packets uint64) {
+// returns the scenario 30 s after the last join, the paused members, what
+// the cluster sent in the 10 s from pauseAt, and in the last 10 s (20 s
+// after the last join).
+func stormRun(t *testing.T, n int, join, pauseAt time.Duration, pause bool) (s *scenario, paused []string, storm, after stormWindow) {
 	opts := Options{Seed: 7, NodeFactory: MachineFactory(lanConfig), DisableLog: true}
 	s = newScenarioWith(t, opts, n, false)
-	sent := func() uint64 { return s.sumStats(s.names, func(st swim.Stats) uint64 { return st.PacketsSent }) }
-	var from uint64
+	sent := func() stormWindow {
+		return stormWindow{
+			packets:    s.sumStats(s.names, func(st swim.Stats) uint64 { return st.PacketsSent }),
+			heartbeats: s.sumStats(s.names, func(st swim.Stats) uint64 { return st.HeartbeatsSent }),
+		}
+	}
+	since := func(from stormWindow) stormWindow {
+		now := sent()
+		return stormWindow{now.packets - from.packets, now.heartbeats - from.heartbeats}
+	}
+	var from stormWindow
+	started, done := false, false
 	for i, name := range s.names[1:] {
 		s.Run(join*time.Duration(i+1)/time.Duration(n-1) - s.Elapsed())
 		s.join(name, s.Addr(s.names[0]))
 		switch {
-		case s.Elapsed() >= pauseAt && from == 0:
-			from = sent()
+		case s.Elapsed() >= pauseAt && !started:
+			from, started = sent(), true
 			for k := range 5 {
 				victim := s.names[100+100*k]
 				if pause {
@@ -35,12 +50,14 @@ func stormRun(t *testing.T, n int, join, pauseAt time.Duration, pause bool) (s *
 				}
 				paused = append(paused, victim)
 			}
-		case s.Elapsed() >= pauseAt+10*time.Second && packets == 0:
-			packets = sent() - from
+		case s.Elapsed() >= pauseAt+10*time.Second && started && !done:
+			storm, done = since(from), true
 		}
 	}
-	s.Run(30 * time.Second)
-	return s, paused, packets
+	s.Run(20 * time.Second)
+	from = sent()
+	s.Run(10 * time.Second)
+	return s, paused, storm, since(from)
 }
 
 // TestScenarioSuspicionsInAJoinStorm: 1,536 members boot through one seed,
@@ -55,8 +72,9 @@ func TestScenarioSuspicionsInAJoinStorm(t *testing.T) {
 		t.Skip("1,536 members booting twice, 35 s (5 min under -race): make test runs it with -storm")
 	}
 	const n, join, at = 1536, 90 * time.Second, 65 * time.Second
-	_, _, quiet := stormRun(t, n, join, at, false)
-	s, paused, loud := stormRun(t, n, join, at, true)
+	_, _, quietStorm, _ := stormRun(t, n, join, at, false)
+	s, paused, loudStorm, after := stormRun(t, n, join, at, true)
+	quiet, loud := quietStorm.packets, loudStorm.packets
 	sum := func(names []string, counter func(swim.Stats) uint64) uint64 { return s.sumStats(names, counter) }
 
 	raised := sum(s.names, func(st swim.Stats) uint64 { return st.SuspicionsRaised })
@@ -81,4 +99,15 @@ func TestScenarioSuspicionsInAJoinStorm(t *testing.T) {
 	bound := float64(cfg.GossipNodes)/(2*cfg.GossipInterval).Seconds() + 3
 	t.Logf("%.1f packets per member per second in the storm (bound %.1f)", perMember, bound)
 	require.Less(t, perMember, bound, "the storm's rounds are not paced")
+
+	// Pairing waits out the storm (stormHoldRounds): rings change about
+	// every round, and a member pairing in between would make its planned
+	// checks and Heartbeats on top of probing. It pairs again once the
+	// storm is over: by 20 s after the last join every member sends about
+	// one Heartbeat a round.
+	beats := float64(quietStorm.heartbeats) / members / 10
+	afterBeats := float64(after.heartbeats) / float64(n) / 10
+	t.Logf("Heartbeats per member per second: %.3f in the storm, %.2f after it", beats, afterBeats)
+	require.Less(t, beats, 0.05, "members pair in the storm")
+	require.Greater(t, afterBeats, 0.9, "members do not pair after the storm")
 }
