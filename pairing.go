@@ -228,7 +228,8 @@ func (m *Machine) scheduleHeartbeats(now time.Time) {
 // the checks of the next round: every check of a round is due after its
 // start, and the Heartbeat of the round before comes before that. It runs
 // every round while the member may pair, so that the first paired round
-// after a change is planned in the round before it.
+// after a change is planned in the round before it, except while a storm
+// holds pairing off: then it sleeps until the round before pairFrom.
 func (m *Machine) tickHeartbeat(now time.Time) {
 	if now.Before(m.nextBeat) {
 		return

@@ -15,7 +15,7 @@ var massFailureN = flag.Int("massfailure", 0, "run TestMassFailureTraffic with t
 // TestMassFailureTraffic crashes 1% of a converged, paired cluster at once
 // and logs what the survivors send in 5 s windows from the crash: packets,
 // Heartbeats, probes and fallback probes per member per second, and how
-// many survivors declared the deaths themselves. It is a measurement (the
+// many declarations of the deaths the survivors made themselves. It is a measurement (the
 // figures are in docs/figures.md, "4,096 members in one process"); it
 // fails only if a survivor still holds a crashed member alive or suspect, or
 // holds a survivor anything but alive, 40 s after the crash.
@@ -64,7 +64,7 @@ func TestMassFailureTraffic(t *testing.T) {
 			w*5, w*5+5, rate(prev, cur, 0), rate(prev, cur, 1), rate(prev, cur, 2), rate(prev, cur, 3))
 		prev = cur
 	}
-	t.Logf("%d crashed of %d: declared dead by %d survivors in all", len(crashed), n, prev[4]-start[4])
+	t.Logf("%d crashed of %d: %d deaths declared by survivors on their own timers", len(crashed), n, prev[4]-start[4])
 	// A member declared dead is dropped from Member's answers once
 	// reaped: dead or unknown is right, alive or suspect is not.
 	held := 0
