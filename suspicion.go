@@ -30,6 +30,9 @@ type suspicion struct {
 	// (by a fifth of the probe timeout), so a member that resumes from a
 	// pause just inside the tolerance has time to answer.
 	lead time.Duration
+	// relay is added to the deadline while this member only relayed the
+	// suspicion (see relayWait); zero once it accused the member itself.
+	relay time.Duration
 }
 
 // timeout is max(Min, Max - (Max-Min)·ln(C+1)/ln(K+1)) for C confirmations
@@ -121,7 +124,11 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 				old.start = anchor
 			}
 			confirmed := old.confirm(from)
-			if earlier || confirmed {
+			accused := from == m.selfName && old.relay > 0
+			if accused {
+				old.relay = 0
+			}
+			if earlier || confirmed || accused {
 				m.armSuspicion(old)
 			}
 			return confirmed
@@ -140,6 +147,9 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 	if m.cfg.FinalCheck {
 		s.lead = m.cfg.ProbeTimeout * 4 / 5
 	}
+	if from != m.selfName {
+		s.relay = m.relayWait()
+	}
 	m.suspicions[name] = s
 	m.armSuspicion(s)
 	return false
@@ -149,8 +159,36 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 // a timer armed for an earlier deadline of it no longer matches and is
 // dropped.
 func (m *Machine) armSuspicion(s *suspicion) {
-	s.deadline = s.start.Add(s.timeout() - s.lead)
+	s.deadline = s.start.Add(s.timeout() - s.lead + s.relay)
 	m.after(s.deadline, timerSuspicion, 0, s.incarnation, s.name)
+}
+
+// relayWait is how much longer than an accuser a member that only relayed
+// a suspicion waits before its own final check and verdict, in a cluster
+// whose relayed news is paced (joinStormGap; from 1,024 members with LAN
+// defaults); zero elsewhere. Every member that holds a suspicion runs its
+// timer, and most of those timers run out within a few gossip rounds of
+// the accuser's; without the wait each of those members pings the suspect
+// and many declare the death themselves, each declaration news of its own.
+// After 40 of 4,096 members crash at once that is about three final checks
+// per member per second for five seconds, most of the packets of the peak.
+// With the wait the accuser's verdict usually comes first, and the
+// relayer's own check is left for when it does not: the accuser crashed or
+// was cut off too, or its verdict was lost. The wait is twice the unpaced
+// spread of a rumor (refutationSpread) because paced news hops at
+// joinStormGap or on other packets: with one spread a quarter of the
+// relayers still ran their checks in that mass failure, with two one in a
+// hundred. It costs no accuracy, since a relayer's check never saves a
+// member the accuser declared dead (only the member's refutation at a
+// higher incarnation does), and a relayer that misses the verdict knows
+// the death at most this much later. Below the pacing scale a verdict
+// spreads in refutationSpread and the checks are few, so there it waits
+// no longer than the accuser.
+func (m *Machine) relayWait() time.Duration {
+	if m.joinStormGap() <= m.cfg.GossipInterval {
+		return 0
+	}
+	return 2 * m.refutationSpread(m.NumMembers())
 }
 
 // cancelSuspicion stops a member's suspicion timer, if any.
@@ -403,7 +441,7 @@ func (m *Machine) Suspicions() []Suspicion {
 		}
 		out = append(out, Suspicion{
 			Name: s.name, Incarnation: s.incarnation, From: s.from, Confirmations: len(s.confirmers),
-			Since: s.start, Deadline: s.start.Add(s.timeout()),
+			Since: s.start, Deadline: s.start.Add(s.timeout() + s.relay),
 		})
 	}
 	slices.SortFunc(out, func(a, b Suspicion) int { return strings.Compare(a.Name, b.Name) })

@@ -169,3 +169,47 @@ func suspicionNames(ss []Suspicion) []string {
 	}
 	return names
 }
+
+// TestRelayedSuspicionWaits: in a cluster whose relayed news is paced, a
+// member that only relayed a suspicion holds it relayWait longer than the
+// accuser does, so the accuser's verdict comes first; once it accuses the
+// member itself the wait is gone. Below the pacing scale a relayer waits
+// as long as the accuser (TestSuspicions).
+func TestRelayedSuspicionWaits(t *testing.T) {
+	cfg := mtConfig()
+	cfg.GossipInterval = 200 * time.Millisecond
+	h := newMT(t, cfg)
+	h.joinPeers(1200, 1)
+	require.Greater(t, h.m.joinStormGap(), cfg.GossipInterval, "relayed news is paced at this size")
+	wait := h.m.relayWait()
+	require.Positive(t, wait)
+
+	raised := h.now
+	h.feed(mtStranger, &wire.Suspect{Name: mtPeer(1), Incarnation: 1, From: "accuser"})
+	_, hi := h.m.suspicionBounds()
+	require.Equal(t, []Suspicion{{
+		Name: mtPeer(1), Incarnation: 1, From: "accuser", Since: raised, Deadline: raised.Add(hi + wait),
+	}}, h.m.Suspicions(), "a relayer waits relayWait past the accuser's deadline")
+
+	// The member is declared dead at the deadline reported, not before.
+	var deathAt time.Time
+	for deathAt.IsZero() {
+		out := h.step(raised.Add(hi+wait+cfg.ProbeInterval), nil)
+		for _, e := range out.eventsAbout(mtPeer(1)) {
+			if e.Kind == EventLeave {
+				deathAt = h.now
+			}
+		}
+	}
+	require.Equal(t, raised.Add(hi+wait), deathAt, "dead at the relayer's deadline")
+
+	// A relayer that then accuses the member itself keeps the accuser's
+	// deadline.
+	h.feed(mtStranger, &wire.Suspect{Name: mtPeer(2), Incarnation: 1, From: "accuser"})
+	since := h.now
+	_, hi = h.m.suspicionBounds()
+	wait = h.m.relayWait()
+	require.Equal(t, since.Add(hi+wait), h.m.Suspicions()[0].Deadline)
+	h.m.startSuspicion(h.now, mtPeer(2), 1, mtSelf, since)
+	require.Equal(t, since.Add(hi), h.m.Suspicions()[0].Deadline, "its own accusation ends the wait")
+}

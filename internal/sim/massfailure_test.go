@@ -39,6 +39,9 @@ func TestMassFailureTraffic(t *testing.T) {
 		func(st swim.Stats) uint64 { return st.Probes },
 		func(st swim.Stats) uint64 { return st.PairFallbacks },
 		func(st swim.Stats) uint64 { return st.DeathsDeclared },
+		func(st swim.Stats) uint64 { return st.FinalChecks },
+		func(st swim.Stats) uint64 { return st.SuspicionsRaised },
+		func(st swim.Stats) uint64 { return st.PingReqsSent },
 	}
 	// Summed over the survivors only: a crashed member's counters stop.
 	sample := func() []uint64 {
@@ -60,8 +63,8 @@ func TestMassFailureTraffic(t *testing.T) {
 	for w := range 8 {
 		s.Run(window)
 		cur := sample()
-		t.Logf("%2d-%2d s after the crash: per member per second %.2f packets, %.2f Heartbeats, %.2f probes, %.2f fallback probes",
-			w*5, w*5+5, rate(prev, cur, 0), rate(prev, cur, 1), rate(prev, cur, 2), rate(prev, cur, 3))
+		t.Logf("%2d-%2d s after the crash: per member per second %.2f packets, %.2f Heartbeats, %.2f probes, %.2f fallback probes, %.3f final checks, %.3f suspicions raised, %.2f ping-reqs",
+			w*5, w*5+5, rate(prev, cur, 0), rate(prev, cur, 1), rate(prev, cur, 2), rate(prev, cur, 3), rate(prev, cur, 5), rate(prev, cur, 6), rate(prev, cur, 7))
 		prev = cur
 	}
 	t.Logf("%d crashed of %d: %d deaths declared by survivors on their own timers", len(crashed), n, prev[4]-start[4])
