@@ -42,6 +42,9 @@ func TestMassFailureTraffic(t *testing.T) {
 		func(st swim.Stats) uint64 { return st.FinalChecks },
 		func(st swim.Stats) uint64 { return st.SuspicionsRaised },
 		func(st swim.Stats) uint64 { return st.PingReqsSent },
+		func(st swim.Stats) uint64 { return st.PushPulls },
+		func(st swim.Stats) uint64 { return st.HolePushPulls },
+		func(st swim.Stats) uint64 { return st.ViewDigestsDiffering },
 	}
 	// Summed over the survivors only: a crashed member's counters stop.
 	sample := func() []uint64 {
@@ -63,8 +66,8 @@ func TestMassFailureTraffic(t *testing.T) {
 	for w := range 8 {
 		s.Run(window)
 		cur := sample()
-		t.Logf("%2d-%2d s after the crash: per member per second %.2f packets, %.2f Heartbeats, %.2f probes, %.2f fallback probes, %.3f final checks, %.3f suspicions raised, %.2f ping-reqs",
-			w*5, w*5+5, rate(prev, cur, 0), rate(prev, cur, 1), rate(prev, cur, 2), rate(prev, cur, 3), rate(prev, cur, 5), rate(prev, cur, 6), rate(prev, cur, 7))
+		t.Logf("%2d-%2d s after the crash: per member per second %.2f packets, %.2f Heartbeats, %.2f probes, %.2f fallback probes, %.3f final checks, %.3f suspicions raised, %.2f ping-reqs, %.3f push-pulls (%.3f for holes), %.3f differing digests",
+			w*5, w*5+5, rate(prev, cur, 0), rate(prev, cur, 1), rate(prev, cur, 2), rate(prev, cur, 3), rate(prev, cur, 5), rate(prev, cur, 6), rate(prev, cur, 7), rate(prev, cur, 8), rate(prev, cur, 9), rate(prev, cur, 10))
 		prev = cur
 	}
 	t.Logf("%d crashed of %d: %d deaths declared by survivors on their own timers", len(crashed), n, prev[4]-start[4])
