@@ -171,17 +171,16 @@ func TestAgentPage(t *testing.T) {
 	a, seed := startAgent(t, bin, "a", args...)
 	b, _ := startAgent(t, bin, "b", append(args, "-join", seed)...)
 	c, _ := startAgent(t, bin, "c", append(args, "-join", seed)...)
-	var web string
-	require.Eventually(t, func() bool {
-		var ok bool
-		web, ok = a.httpAddr()
-		return ok
-	}, waitLong, pollEvery, "a printed no http line")
-	url := "http://" + web + "/"
-	for _, p := range []*process{b, c} {
-		_, ok := p.httpAddr()
-		require.True(t, ok, "%s printed no http line", p.name)
+	// Each agent prints its http line once its server listens, which
+	// need not be by the time another agent's line is out.
+	for _, p := range []*process{a, b, c} {
+		require.Eventually(t, func() bool {
+			_, ok := p.httpAddr()
+			return ok
+		}, waitLong, pollEvery, "%s printed no http line", p.name)
 	}
+	web, _ := a.httpAddr()
+	url := "http://" + web + "/"
 
 	// waitPage loads the page until cond holds, and returns the last load.
 	waitPage := func(what string, within time.Duration, cond func(page) bool) page {
