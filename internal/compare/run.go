@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -470,8 +471,28 @@ bootstrap:
 			}
 			return true
 		}
+		crashAt, lastLog, lastTraffic := time.Now(), time.Now(), c.snapshot()
 		for time.Now().Before(deadline) && !complete(rec.crashProgress()) {
 			time.Sleep(50 * time.Millisecond)
+			// With -trace, the crash phase's traffic and progress every
+			// 2 s: the phase is where large clusters in one process tip
+			// into scheduling delays, and its totals alone do not show
+			// whether the packets or something else grew first.
+			if since := time.Since(lastLog); traceFalse && since >= 2*time.Second {
+				tr := c.snapshot()
+				d := tr.sub(lastTraffic)
+				known := 0
+				for _, v := range rec.crashProgress() {
+					known += v
+				}
+				rt := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/goroutines:goroutines"}}
+				rtmetrics.Read(rt)
+				logf("  crash +%.0fs: %.1f%% of (survivor, crashed) pairs known; %.0f packets/s, %.1f MB/s over streams; %d GC cycles so far, %d goroutines",
+					time.Since(crashAt).Seconds(), 100*float64(known)/float64(max(pairs, 1)),
+					float64(d.UDPPackets)/since.Seconds(), float64(d.TCPBytes)/since.Seconds()/1e6,
+					rt[0].Value.Uint64(), rt[1].Value.Uint64())
+				lastLog, lastTraffic = time.Now(), tr
+			}
 		}
 		prog := rec.crashProgress()
 		known := 0
