@@ -320,6 +320,7 @@ func runCluster(lib library, p plan, o *options) (res result) {
 	})
 	tick := time.NewTicker(o.poll)
 	lastLog, lastTraffic := t0, c.snapshot()
+	lastDrops, _ := udpReceiveDrops()
 	var last poll
 bootstrap:
 	for {
@@ -342,6 +343,10 @@ bootstrap:
 			lastLog, lastTraffic = time.Now(), tr
 			if traceFalse {
 				logHeap()
+				if drops, ok := udpReceiveDrops(); ok {
+					logf("  %d datagrams dropped by full receive buffers since the last line", drops-lastDrops)
+					lastDrops = drops
+				}
 			}
 		}
 		if time.Since(t0) >= bound {
@@ -384,9 +389,13 @@ bootstrap:
 		sum0 = sumCounters(members)
 	}
 	tr0, cpu0 := c.snapshot(), cpuTime()
+	drops0, _ := udpReceiveDrops()
 	w0 := time.Now()
 	time.Sleep(p.window)
 	tr1, cpu1 := c.snapshot(), cpuTime()
+	if drops1, ok := udpReceiveDrops(); ok && traceFalse {
+		logf("  steady window: %d datagrams dropped by full receive buffers", drops1-drops0)
+	}
 	win := time.Since(w0)
 	if traceFalse {
 		sum1 := sumCounters(members)
@@ -472,6 +481,7 @@ bootstrap:
 			return true
 		}
 		crashAt, lastLog, lastTraffic := time.Now(), time.Now(), c.snapshot()
+		lastDrops, _ := udpReceiveDrops()
 		for time.Now().Before(deadline) && !complete(rec.crashProgress()) {
 			time.Sleep(50 * time.Millisecond)
 			// With -trace, the crash phase's traffic and progress every
@@ -487,10 +497,12 @@ bootstrap:
 				}
 				rt := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/goroutines:goroutines"}}
 				rtmetrics.Read(rt)
-				logf("  crash +%.0fs: %.1f%% of (survivor, crashed) pairs known; %.0f packets/s, %.1f MB/s over streams; %d GC cycles so far, %d goroutines",
+				drops, _ := udpReceiveDrops()
+				logf("  crash +%.0fs: %.1f%% of (survivor, crashed) pairs known; %.0f packets/s, %.1f MB/s over streams; %d GC cycles so far, %d goroutines; %d datagrams dropped by full receive buffers",
 					time.Since(crashAt).Seconds(), 100*float64(known)/float64(max(pairs, 1)),
 					float64(d.UDPPackets)/since.Seconds(), float64(d.TCPBytes)/since.Seconds()/1e6,
-					rt[0].Value.Uint64(), rt[1].Value.Uint64())
+					rt[0].Value.Uint64(), rt[1].Value.Uint64(), drops-lastDrops)
+				lastDrops = drops
 				lastLog, lastTraffic = time.Now(), tr
 			}
 		}
