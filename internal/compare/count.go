@@ -100,6 +100,15 @@ func sumCounters(ms []member) map[string]uint64 {
 	return sum
 }
 
+// subCounters returns a's counters less b's, for the traffic of a phase.
+func subCounters(a, b map[string]uint64) map[string]uint64 {
+	d := make(map[string]uint64, len(a))
+	for k, v := range a {
+		d[k] = v - b[k]
+	}
+	return d
+}
+
 // logCounters logs the non-zero totals of sumCounters on one line each,
 // sorted by name, with their rate per member per second over d.
 func logCounters(logf func(string, ...any), what string, sum map[string]uint64, n int, d time.Duration) {
