@@ -66,6 +66,39 @@ func TestAttackHugePushPullRefused(t *testing.T) {
 	t.Logf("refused in %v", took)
 }
 
+// TestAttackSharedRegistryFull: Machines sharing a Registry are bounded
+// together by its versions (2^24), which MaxMembers alone does not keep
+// them under; invented members arriving once it is full are refused and
+// counted instead of panicking the process, and a full Registry makes no
+// new Machine.
+func TestAttackSharedRegistryFull(t *testing.T) {
+	reg := NewRegistry()
+	reg.maxVers = 8
+	m, err := reg.NewMachine(mtConfig(), mtSelfAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
+	require.NoError(t, err)
+	h := &mt{t: t, m: m, cfg: mtConfig(), now: mtStart}
+	msgs := make([]wire.Message, 0, 20)
+	for i := range 20 {
+		inv := mtInvented(i)
+		msgs = append(msgs, &wire.Alive{Name: inv.Name, Addr: inv.Addr, Incarnation: inv.Incarnation})
+	}
+	require.NotPanics(t, func() { h.feed(mtStranger, msgs...) })
+	require.Equal(t, 7, h.m.NumMembers(), "self and six invented: one version kept back")
+	require.Equal(t, uint64(20-6), h.m.Stats().MembersRefused)
+
+	// A known member's new identity takes the version kept back.
+	inv := mtInvented(0)
+	require.NotPanics(t, func() {
+		h.feed(mtStranger, &wire.Alive{Name: inv.Name, Addr: inv.Addr, Incarnation: inv.Incarnation + 1, Meta: []byte("new")})
+	})
+	mem, ok := h.m.Member(inv.Name)
+	require.True(t, ok)
+	require.Equal(t, []byte("new"), mem.Meta)
+
+	_, err = reg.NewMachine(mtConfig(), mtPeerAddr(1), rand.New(rand.NewPCG(1, 2)), mtStart)
+	require.ErrorIs(t, err, ErrRegistryFull)
+}
+
 // TestAttackTableCap: invented members arriving by gossip (255 fit in one
 // compound packet) or push-pull fill the table only up to MaxMembers; the
 // rest are refused and counted, and known members keep working.

@@ -153,7 +153,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 			m.nudge(now, t)
 			return
 		}
-		if m.tableSize() >= m.cfg.MaxMembers {
+		if m.tableSize() >= m.cfg.MaxMembers || m.reg.versionsFull() {
 			m.stats.MembersRefused++
 			return
 		}

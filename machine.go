@@ -724,7 +724,7 @@ type Stats struct {
 	UnknownMessages              uint64 // messages of a kind from a newer protocol, skipped
 	UnknownFields                uint64 // messages carrying fields from a newer protocol, which were skipped
 	EncodeErrors                 uint64 // own messages that did not encode (a bug; dropped, not sent)
-	MembersRefused               uint64 // new members not added: the table held MaxMembers
+	MembersRefused               uint64 // new members not added: the table held MaxMembers, or a shared Registry its most versions
 	DeltasImplausible            uint64 // incarnations beyond MaxIncarnationJump of what is known, dropped
 	AcksRefused                  uint64 // acks and nacks from an address that was not asked
 	PushPullsRefused             uint64 // push-pulls over MaxMembers, or over the merges in progress

@@ -3,6 +3,7 @@ package swim
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
@@ -61,11 +62,26 @@ type Registry struct {
 	verNext  []uint32 // next version of the same name
 	verRefs  []uint32 // entries pointing at the version
 	freeVers []uint32
+	maxVers  int // maxVersions; lower in tests, which cannot fill 2^24
 }
 
 // maxVersions bounds the versions alive at once: an entry packs its version
 // into 24 bits.
 const maxVersions = 1<<24 - 1
+
+// ErrRegistryFull is returned by Registry.NewMachine when the Registry holds
+// as many member versions as it can.
+var ErrRegistryFull = errors.New("swim: registry holds its most member versions")
+
+// versionsFull reports whether a new entry must be refused. A Machine's own
+// table is bounded by MaxMembers, but Machines sharing a Registry could
+// together reach the bound with members a peer made up; one version is
+// kept back for setIdentity, which takes the new version before it lets
+// the old one go.
+func (r *Registry) versionsFull() bool {
+	inUse := len(r.verAddr) - 1 - len(r.freeVers)
+	return inUse >= r.maxVers-1
+}
 
 // NewRegistry returns an empty Registry.
 func NewRegistry() *Registry {
@@ -80,6 +96,7 @@ func NewRegistry() *Registry {
 		verName: make([]uint32, 1),
 		verNext: make([]uint32, 1),
 		verRefs: make([]uint32, 1),
+		maxVers: maxVersions,
 	}
 }
 
@@ -88,6 +105,9 @@ func NewRegistry() *Registry {
 func (r *Registry) NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time, opts ...MachineOption) (*Machine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if r.versionsFull() {
+		return nil, ErrRegistryFull
 	}
 	m := &Machine{}
 	m.init(cfg, r, addr, rng, now)
@@ -200,12 +220,11 @@ func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte, v
 		v = r.freeVers[n-1]
 		r.freeVers = r.freeVers[:n-1]
 	} else {
-		if len(r.verAddr) > maxVersions {
-			// Not reachable from the network: a Machine holds one version
-			// per entry, and MaxMembers keeps its entries below 2^20; only
-			// a simulator sharing a registry among more Machines than that
-			// could get here.
-			panic(fmt.Sprintf("swim: over %d member versions in one registry", maxVersions))
+		if len(r.verAddr) > r.maxVers {
+			// Not reachable from the network: new entries are refused
+			// while versionsFull, which leaves the one version
+			// setIdentity takes before releasing the old.
+			panic(fmt.Sprintf("swim: over %d member versions in one registry", r.maxVers))
 		}
 		v = uint32(len(r.verAddr))
 		r.verAddr = append(r.verAddr, addrKey{})

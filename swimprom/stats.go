@@ -34,7 +34,7 @@ var statSpecs = []statSpec{
 	{field: "EncodeErrors", name: "encode_errors_total", help: "Own messages that did not encode and were not sent; any is a bug."},
 
 	// Defences of the member table.
-	{field: "MembersRefused", name: "members_refused_total", help: "New members not added because the table held MaxMembers."},
+	{field: "MembersRefused", name: "members_refused_total", help: "New members not added because the table held MaxMembers, or a Registry shared by Machines its most member versions."},
 	{field: "DeltasImplausible", name: "deltas_implausible_total", help: "Deltas whose incarnation lay more than MaxIncarnationJump beyond the one known, dropped as forgeries."},
 	{field: "AcksRefused", name: "acks_refused_total", help: "Acks and nacks from an address that was not asked."},
 	{field: "PushPullsRefused", name: "push_pulls_refused_total", help: "Push-pulls refused: announcing more than MaxMembers, or arriving while too many merges were in progress."},
