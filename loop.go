@@ -179,8 +179,31 @@ func (ml *Memberlist) end(tick bool) {
 		ml.tickIfDue(time.Now())
 	}
 	out := ml.output()
+	ml.logTableRefusals()
 	ml.mu.Unlock()
 	ml.send(out)
+}
+
+// Kinds of the Machine's refusals, as the refusal log names them.
+const (
+	refusalMember   = "new member not added: the table holds MaxMembers (or a shared Registry its most versions)"
+	refusalPushPull = "push-pull refused: over MaxMembers, or too many merges in progress"
+)
+
+// logTableRefusals logs the Machine's refusals of members and push-pulls
+// since the last input, at most once per kind per 10 s: the Machine only
+// counts them, and an operator should learn that a peer floods the table.
+// Two counters compared per input. The caller holds ml.mu.
+func (ml *Memberlist) logTableRefusals() {
+	st := &ml.machine.stats
+	if n := st.MembersRefused; n != ml.membersRefusedSeen {
+		ml.refusals.warn(refusalMember, zap.Uint64("refused", n-ml.membersRefusedSeen), zap.Int("max", ml.cfg.MaxMembers))
+		ml.membersRefusedSeen = n
+	}
+	if n := st.PushPullsRefused; n != ml.pushPullsRefusedSeen {
+		ml.refusals.warn(refusalPushPull, zap.Uint64("refused", n-ml.pushPullsRefusedSeen), zap.Int("max", ml.cfg.MaxMembers))
+		ml.pushPullsRefusedSeen = n
+	}
 }
 
 // tickIfDue fires the machine's timers if its deadline has come. The caller

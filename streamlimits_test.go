@@ -642,3 +642,23 @@ func TestInboundStreamsByteBudget(t *testing.T) {
 		_ = c.Close()
 	}
 }
+
+// TestTableRefusalsAreLogged: invented members beyond MaxMembers, sent in
+// one packet, are counted by the Machine and logged by the Memberlist once
+// per 10 s, not once per member.
+func TestTableRefusalsAreLogged(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zap.WarnLevel)
+	cfg := testConfig("target")
+	cfg.MaxMembers = 4
+	cfg.Logger = zap.New(core)
+	m := startMember(t, cfg)
+	msgs := make([]wire.Message, 0, 20)
+	for i := range 20 {
+		inv := mtInvented(i)
+		msgs = append(msgs, &wire.Alive{Name: inv.Name, Addr: inv.Addr, Incarnation: inv.Incarnation})
+	}
+	sendUDP(t, m.LocalMember().Addr, sealed(t, wire.PacketEnvelope, "", nil, msgs...))
+	require.Eventually(t, func() bool { return m.Stats().MembersRefused == 20-3 }, formTimeout, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return warnedOnce(logs, refusalMember) }, formTimeout, 10*time.Millisecond)
+}
