@@ -196,14 +196,18 @@ const (
 // Two counters compared per input. The caller holds ml.mu.
 func (ml *Memberlist) logTableRefusals() {
 	st := &ml.machine.stats
-	if n := st.MembersRefused; n != ml.membersRefusedSeen {
-		ml.refusals.warn(refusalMember, zap.Uint64("refused", n-ml.membersRefusedSeen), zap.Int("max", ml.cfg.MaxMembers))
-		ml.membersRefusedSeen = n
+	ml.logRefusalsSince(refusalMember, st.MembersRefused, &ml.membersRefusedSeen)
+	ml.logRefusalsSince(refusalPushPull, st.PushPullsRefused, &ml.pushPullsRefusedSeen)
+}
+
+// logRefusalsSince logs the refusals of kind that the counter n holds
+// beyond *seen, and marks them seen.
+func (ml *Memberlist) logRefusalsSince(kind string, n uint64, seen *uint64) {
+	if n == *seen {
+		return
 	}
-	if n := st.PushPullsRefused; n != ml.pushPullsRefusedSeen {
-		ml.refusals.warn(refusalPushPull, zap.Uint64("refused", n-ml.pushPullsRefusedSeen), zap.Int("max", ml.cfg.MaxMembers))
-		ml.pushPullsRefusedSeen = n
-	}
+	ml.refusals.warn(kind, zap.Uint64("refused", n-*seen), zap.Int("max", ml.cfg.MaxMembers))
+	*seen = n
 }
 
 // tickIfDue fires the machine's timers if its deadline has come. The caller

@@ -112,7 +112,7 @@ type Memberlist struct {
 	inBytes                 byteBudget // of the inbound requests being read or handled
 	refusals                *refusalLog
 
-	// The Machine's refusals already logged (tableRefusals); under mu.
+	// The Machine's refusals already logged (logTableRefusals); under mu.
 	membersRefusedSeen, pushPullsRefusedSeen uint64
 
 	// Seed names retried in the background (seednames.go).
