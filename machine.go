@@ -743,6 +743,7 @@ type Stats struct {
 	SuspicionsConfirmed          uint64 // independent accusations that shortened a suspicion
 	SuspicionsWithheld           uint64 // failed probes whose relays all stayed silent: no accusation
 	SuspicionsSavedByTraffic     uint64 // suspect heard from since it was accused, not declared dead
+	SuspectsTold                 uint64 // members this one accused, pinged at once with the suspicion so they refute (BuddyPing)
 	PingReqsSent, PingReqsServed uint64
 	PingReqsRefused              uint64 // from a stranger, for a target or address not known, or over the rate or the bound in flight
 	SuspicionsRaised             uint64

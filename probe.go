@@ -365,7 +365,30 @@ func (m *Machine) probeEnded(now, due time.Time, p *probeRound) {
 	} else {
 		m.adjustHealth(1)
 	}
+	told := t.state() == StateSuspect
 	m.suspect(now, t, t.inc(), m.selfName, p.start)
+	if !told {
+		m.tellSuspect(t)
+	}
+}
+
+// tellSuspect sends a member this one has just accused a ping carrying the
+// suspicion (claimFor), so that a member that is alive but was late to
+// answer refutes on the ack, one round trip after the accusation.
+// Lifeguard §IV-C has the next prober's ping carry the suspicion; under
+// aligned and paired probing the next prober is the next one on the ring,
+// which hears of the suspicion only by gossip, so without this the suspect
+// learns of it no sooner than everyone else does: at 4,096 members, with
+// relayed news paced, seconds later, and a member held back by a busy
+// machine then refutes too late for the holders whose timers run out
+// first. A member already held suspect was told by our probe's own pings.
+// The cost is one ping, and for a live member its ack, per accusation.
+func (m *Machine) tellSuspect(s *memberState) {
+	if !m.cfg.BuddyPing || s.state() != StateSuspect {
+		return
+	}
+	m.stats.SuspectsTold++
+	m.send(m.addrOf(s), &wire.Ping{Seq: m.nextSeq(), Target: m.nameOf(s), From: m.selfName})
 }
 
 // randomLive picks up to n distinct random live members other than exclude.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -212,4 +213,55 @@ func TestRelayedSuspicionWaits(t *testing.T) {
 	require.Equal(t, since.Add(hi+wait), h.m.Suspicions()[0].Deadline)
 	h.m.startSuspicion(h.now, mtPeer(2), 1, mtSelf, since)
 	require.Equal(t, since.Add(hi), h.m.Suspicions()[0].Deadline, "its own accusation ends the wait")
+}
+
+// TestAccuserTellsSuspectAtOnce: when its probe of a member fails, the
+// accuser pings the member at once with the suspicion (BuddyPing), in the
+// very tick it raises it, rather than leaving the member to hear of it by
+// gossip; the member's refutation, riding on the ack, ends the suspicion.
+// With BuddyPing off nothing is sent.
+func TestAccuserTellsSuspectAtOnce(t *testing.T) {
+	for _, buddy := range []bool{true, false} {
+		t.Run(fmt.Sprintf("BuddyPing=%v", buddy), func(t *testing.T) {
+			cfg := mtConfig()
+			cfg.BuddyPing = buddy
+			h := newMT(t, cfg)
+			h.joinPeers(8, 1)
+			ping, pkt, _ := h.firstProbe()
+			target := ping.Target
+			silent := map[netip.AddrPort]bool{pkt.To: true}
+			var told []*wire.Ping
+			for h.m.Stats().SuspicionsRaised == 0 {
+				out := h.step(h.now.Add(2*cfg.ProbeInterval), silent)
+				if h.m.Stats().SuspicionsRaised == 0 {
+					continue
+				}
+				ps, pkts := pingsTo(out, target)
+				for i, p := range ps {
+					if slices.ContainsFunc(pkts[i].Msgs, func(msg wire.Message) bool {
+						sp, ok := msg.(*wire.Suspect)
+						return ok && *sp == wire.Suspect{Name: target, Incarnation: 1, From: mtSelf, Silence: sp.Silence}
+					}) {
+						told = append(told, p)
+					}
+				}
+			}
+			mem, _ := h.m.Member(target)
+			require.Equal(t, StateSuspect, mem.State)
+			if !buddy {
+				require.Empty(t, told, "BuddyPing off: the suspect is not told")
+				require.Zero(t, h.m.Stats().SuspectsTold)
+				return
+			}
+			require.Len(t, told, 1, "one ping carrying the suspicion, in the tick that raised it")
+			require.Equal(t, uint64(1), h.m.Stats().SuspectsTold)
+
+			// The member, alive after all, refutes on the ack.
+			h.feed(pkt.To, &wire.Ack{Seq: told[0].Seq}, &wire.Alive{Name: target, Addr: wire.EncodeAddr(pkt.To), Incarnation: 2})
+			mem, _ = h.m.Member(target)
+			require.Equal(t, StateAlive, mem.State)
+			require.Equal(t, uint64(2), mem.Incarnation)
+			require.Empty(t, h.m.Suspicions())
+		})
+	}
 }
