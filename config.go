@@ -175,7 +175,8 @@ type Config struct {
 	TCPCheckFilter func(name string) bool
 
 	// BuddyPing makes a ping to a member held suspect carry the suspicion,
-	// so the member refutes at once (Lifeguard §IV-C). Default true.
+	// so the member refutes at once (Lifeguard §IV-C), and has a member
+	// that accuses another send it one such ping as it does. Default true.
 	BuddyPing bool
 	// FinalCheck makes a member ping a suspect once more, carrying the
 	// suspicion, before declaring it dead (Apache Geode's final check; the

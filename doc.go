@@ -68,7 +68,8 @@
 //   - Lifeguard §IV-B, dynamic suspicion: the timeout falls from Max toward
 //     Min as independent confirmations arrive (suspicion.go).
 //   - Lifeguard §IV-C, buddy system: a ping to a suspect carries the
-//     suspicion, so it can refute at once (machine.go).
+//     suspicion, so it can refute at once, and the accuser sends it one
+//     such ping as it accuses it (machine.go, probe.go).
 //   - Geode: any packet from a member is a heartbeat, and a suspect gets a
 //     final check over UDP and TCP before it is declared dead.
 //   - hashicorp/memberlist: push-pull anti-entropy over TCP, join as a
