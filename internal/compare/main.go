@@ -31,6 +31,9 @@
 //     by -crash-bound. It runs when every join succeeded and the median
 //     member sees all N; in a cluster that had not fully converged only the
 //     survivors that had the member live at the crash are waited for.
+//     With -crash-watch, the phase goes on that long after every survivor
+//     knew, so that false deaths in the wake of the deaths' spread, when
+//     the process is busiest, are counted too.
 //   - loss: -loss of all UDP packets is dropped (at the sender) for
 //     -loss-window, on the survivors of the crash; members declared dead
 //     meanwhile are false deaths.
@@ -87,6 +90,7 @@ type options struct {
 	settle       time.Duration
 	window       time.Duration
 	crashBound   time.Duration
+	crashWatch   time.Duration
 	loss         float64
 	lossWindow   time.Duration
 	matched      bool
@@ -158,6 +162,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 15*time.Second, "pause between bootstrap and the steady-state window")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "steady-state measurement window")
 	flag.DurationVar(&o.crashBound, "crash-bound", 60*time.Second, "bound on crash detection")
+	flag.DurationVar(&o.crashWatch, "crash-watch", 0, "how long the crash phase goes on counting false deaths after every survivor knew")
 	flag.Float64Var(&o.loss, "loss", 0.3, "fraction of UDP packets dropped in the loss scenario (0 skips it)")
 	flag.DurationVar(&o.lossWindow, "loss-window", 15*time.Second, "duration of the loss scenario")
 	flag.BoolVar(&o.matched, "matched", true, "also run swim at memberlist-matched settings")

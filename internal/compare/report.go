@@ -377,6 +377,9 @@ func printNotes(w io.Writer, rep *report, matched bool) {
 	add("crash: 1%% of the members (at least one, never the seed) are shut down at once without leaving (their ports then refuse, as after a process crash);" +
 		" per crashed member, the time until the last survivor reported it gone; p50 and max over the batch.")
 	add("false deaths: (observer, member) reports of a running member as gone, with the distinct members in parentheses.")
+	if w := rep.Options["crash-watch"]; w != "" && w != "0s" {
+		add("crash phase: it goes on counting false deaths for %s after every survivor knew of the crash.", w)
+	}
 	if ranPass(rep, settingsEncrypted) {
 		add("encrypted: every member of the library holds one fixed AES-256 key and the label %q (swim: Config.Keys, Label; memberlist: SecretKey, Label);"+
 			" both seal every packet and stream with AES-GCM and check the label. Bytes per UDP packet are UDP bytes over packets sent.", testLabel)

@@ -485,7 +485,18 @@ bootstrap:
 		if traceFalse {
 			crashSum0 = sumCounters(members)
 		}
-		for time.Now().Before(deadline) && !complete(rec.crashProgress()) {
+		var knownAt time.Time // when every survivor knew
+		for {
+			if knownAt.IsZero() {
+				if complete(rec.crashProgress()) {
+					knownAt = time.Now()
+				} else if !time.Now().Before(deadline) {
+					break
+				}
+			}
+			if !knownAt.IsZero() && time.Since(knownAt) >= o.crashWatch {
+				break
+			}
 			time.Sleep(50 * time.Millisecond)
 			// With -trace, the crash phase's traffic and progress every
 			// 2 s: the phase is where large clusters in one process tip
@@ -532,6 +543,9 @@ bootstrap:
 			logCounters(logf, "crash phase", subCounters(sumCounters(members), crashSum0), p.n-k, time.Since(crashAt))
 		}
 		res.FalseCrash, res.FalseCrashWho = rec.falseIn(phaseCrash)
+		if o.crashWatch > 0 {
+			logf("  crash phase: %.1fs in all, false deaths %d (%d members)", time.Since(crashAt).Seconds(), res.FalseCrash, res.FalseCrashWho)
+		}
 		// The crashed members stay in the slice; shutdownAll is idempotent.
 	}
 
