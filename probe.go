@@ -365,9 +365,9 @@ func (m *Machine) probeEnded(now, due time.Time, p *probeRound) {
 	} else {
 		m.adjustHealth(1)
 	}
-	told := t.state() == StateSuspect
+	wasSuspect := t.state() == StateSuspect
 	m.suspect(now, t, t.inc(), m.selfName, p.start)
-	if !told {
+	if !wasSuspect {
 		m.tellSuspect(t)
 	}
 }
