@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium
+.PHONY: help sizes test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium
 
 # Modules of their own, tested and vetted by test and lint besides the
 # root's PKGS: examples/raft depends on hashicorp/raft, internal/compare on
@@ -9,13 +9,26 @@ PKGS := ./...
 # downloads that module's dependencies).
 SUBMODULES := examples/raft internal/compare
 
-# test: formatting and vet (lint), a headless browser for the agent's page
-# (chromium), then every test under the race detector, the root's (the
+# help: lists the targets, each with the first sentence of the comment
+# above it in this file (the comment has the rest: flags, time, needs).
+help:
+	@awk '/^# [a-z0-9-]+: /{name=$$2; sub(/:$$/,"",name); text=substr($$0, length($$2)+4); collect=1; next} \
+	  collect && /^#/{text=text " " substr($$0,3); next} \
+	  collect{collect=0; s=text; i=index(s,". "); if (i) s=substr(s,1,i); printf "  %-12s %s\n", name, s}' $(MAKEFILE_LIST)
+
+# sizes: fails when git tracks a file over 1 MiB (a build output or a
+# capture committed by mistake; add it to .gitignore instead).
+sizes:
+	@big=$$(git ls-files -z 2>/dev/null | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 {print "  " $$2 " (" $$1 " bytes)"}'); \
+	  if [ -n "$$big" ]; then echo "tracked files over 1 MiB:"; echo "$$big"; exit 1; fi
+
+# test: formatting and vet (lint), no tracked file over 1 MiB (sizes), a
+# headless browser for the agent's page (chromium), then every test under the race detector, the root's (the
 # browser test of the page, TestAgentPage, included) then each
 # submodule's, and the join-storm scenario of 1,536 members without it
 # (35 s; five minutes under the race detector); about 4 minutes on 2 cores.
-test: lint chromium
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+test: lint sizes chromium
+	SWIM_UI_TEST=$${SWIM_UI_TEST:-require} $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -timeout 5m -run '^TestScenarioSuspicionsInAJoinStorm$$' ./internal/sim -storm
 	@for m in $(SUBMODULES); do \
 	  echo "cd $$m && $(GO) test -race -count=1 -timeout 5m ./..."; \
