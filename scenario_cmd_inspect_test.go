@@ -1,0 +1,155 @@
+package swim
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Scenario commands that print a Machine's state: members, member,
+// stats, health and gossip; and settle, which empties its broadcast queue
+// the way gossip reads it.
+
+// cmdMembers: members NODE prints NODE's table, one member a line.
+func (w *scenWorld) cmdMembers(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	for _, m := range n.m.Members() {
+		w.printf("%s", w.fmtMember(m))
+	}
+	return nil
+}
+
+// cmdMember: member NODE NAME... prints NODE's view of each name.
+func (w *scenWorld) cmdMember(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	for _, name := range a.words {
+		if m, ok := n.m.Member(name); ok {
+			w.printf("%s", w.fmtMember(m))
+		} else {
+			w.printf("%s unknown", name)
+		}
+	}
+	a.words = nil
+	return nil
+}
+
+// cmdStats: stats NODE Field... prints the named counters of Stats.
+func (w *scenWorld) cmdStats(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	st := reflect.ValueOf(n.m.Stats())
+	var parts []string
+	for _, f := range a.words {
+		v := st.FieldByName(f)
+		if !v.IsValid() {
+			return fmt.Errorf("no Stats field %s", f)
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", f, v.Interface()))
+	}
+	a.words = nil
+	w.printf("%s", strings.Join(parts, " "))
+	return nil
+}
+
+// cmdHealth: health NODE prints the local health score.
+func (w *scenWorld) cmdHealth(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	w.printf("health %d", n.m.HealthScore())
+	return nil
+}
+
+// gossipOf prints NODE's pending outputs, then has a member it knows
+// (the first live one by name, else the first dead or left one) ping it,
+// and returns the deltas riding on the ack: what NODE has queued for
+// gossip, as the next packet carries it.
+func (w *scenWorld) gossipOf(n *scenNode) ([]wire.Message, error) {
+	w.collect(n)
+	var asker netip.AddrPort
+	for _, live := range []bool{true, false} {
+		for _, mem := range n.m.Members() {
+			isLive := mem.State == StateAlive || mem.State == StateSuspect
+			if mem.Name != n.name && isLive == live && !asker.IsValid() {
+				asker = mem.Addr
+			}
+		}
+	}
+	if !asker.IsValid() {
+		return nil, fmt.Errorf("%s knows nobody to ask for its gossip", n.name)
+	}
+	const seq = 0xfeed
+	data, err := encodeMsgs([]wire.Message{&wire.Ping{Seq: seq, Target: n.name, From: "asker"}})
+	if err != nil {
+		return nil, err
+	}
+	if err := n.m.HandlePacket(w.now, asker, data); err != nil {
+		return nil, err
+	}
+	r := n.m.Ready()
+	var found [][]wire.Message
+	for _, p := range r.Packets {
+		if p.To == asker {
+			msgs, err := wire.DecodePacket(p.Data)
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, msgs)
+		}
+	}
+	if len(found) != 1 || len(found[0]) == 0 || !reflect.DeepEqual(found[0][0], &wire.Ack{Seq: seq}) {
+		return nil, fmt.Errorf("%s answered a ping with %d packets, not one ack", n.name, len(found))
+	}
+	return found[0][1:], nil
+}
+
+// cmdGossip: gossip NODE prints the deltas NODE's next packet carries
+// (each is sent once more by it).
+func (w *scenWorld) cmdGossip(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	deltas, err := w.gossipOf(n)
+	if err != nil {
+		return err
+	}
+	if len(deltas) == 0 {
+		w.printf("no gossip")
+	}
+	for _, d := range deltas {
+		w.printf("gossip %s", w.fmtMsg(d, false))
+	}
+	return nil
+}
+
+// cmdSettle: settle NODE empties NODE's broadcast queue, printing nothing.
+func (w *scenWorld) cmdSettle(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	for range 10000 {
+		deltas, err := w.gossipOf(n)
+		if err != nil {
+			return err
+		}
+		if len(deltas) == 0 {
+			return nil
+		}
+	}
+	return errors.New("the broadcast queue never drains")
+}
