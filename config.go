@@ -365,10 +365,6 @@ type Config struct {
 	MaxStateSize int
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
-
-	// seedLookup resolves seed names; nil means the system's resolver.
-	// Tests replace it to control what a name resolves to, and when.
-	seedLookup lookupFunc
 }
 
 // DefaultLANConfig returns settings for members on one local network

@@ -10,6 +10,10 @@ import (
 	"github.com/swim-go/swim/internal/wire"
 )
 
+// ErrMetaTooLarge is matched (errors.Is) by the error UpdateMeta returns for
+// metadata over Config.MaxMetaSize.
+var ErrMetaTooLarge = errors.New("swim: metadata over MaxMetaSize")
+
 // The Machine's own API: joining, leaving and changing this member's
 // metadata. Memberlist wraps each in a method of the same name.
 
@@ -47,12 +51,12 @@ func (m *Machine) Join(now time.Time, seeds []netip.AddrPort) []uint64 {
 	return ids
 }
 
-// addSeeds adds seeds found after Join: the addresses a seed name resolved
+// AddSeeds adds seeds found after Join: the addresses a seed name resolved
 // to later (it did not resolve at first, or the addresses behind it
 // changed). The seeds are then remembered until at least until, and
 // retried as Join's are. While this member is alive and alone, it joins
 // through each new one at once; it returns how many joins it started.
-func (m *Machine) addSeeds(now time.Time, addrs []netip.AddrPort, until time.Time) int {
+func (m *Machine) AddSeeds(now time.Time, addrs []netip.AddrPort, until time.Time) int {
 	if m.cfg.ReconnectInterval <= 0 {
 		return 0
 	}

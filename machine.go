@@ -100,6 +100,12 @@ type MachineOption func(*Machine)
 // choosing for other reasons must not, or it will see lateness everywhere.
 func WatchClock() MachineOption { return func(m *Machine) { m.watchClock = true } }
 
+// IndexNames has the Machine keep its members in name order as they come
+// and go, so that AppendLive lists them without sorting, at the cost of an
+// index as large as the ring. Memberlist sets it, for Members; a simulator
+// of many Machines that rarely lists them should not.
+func IndexNames() MachineOption { return func(m *Machine) { m.indexNames() } }
+
 // tombstone remembers a member after it left the table (declared dead or
 // left, and forgotten after GossipToDeadTime), for ReconnectTimeout: a dead
 // one can be contacted again when a partition heals, and for both the last
@@ -388,6 +394,20 @@ func (m *Machine) NumMembers() int {
 		return m.ring.len()
 	}
 	return m.ring.len() - 1
+}
+
+// Merging reports whether a large push-pull is being merged a slice per
+// Tick (pushpull.go): each slice is due at once, and a driver under a
+// steady stream of packets may rest between them, as Memberlist does.
+func (m *Machine) Merging() bool { return len(m.merges) > 0 }
+
+// Refused returns how many new members the table refused (it held
+// MaxMembers, or a shared Registry its most versions) and how many
+// push-pulls it refused (over MaxMembers, or too many merges in
+// progress): Stats' MembersRefused and PushPullsRefused without copying
+// the rest, for a driver that reports refusals as they happen.
+func (m *Machine) Refused() (members, pushPulls uint64) {
+	return m.stats.MembersRefused, m.stats.PushPullsRefused
 }
 
 // numOthers counts the live members other than this one.

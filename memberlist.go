@@ -19,10 +19,6 @@ import (
 // ErrShutdown is returned by every Memberlist call made after Shutdown.
 var ErrShutdown = errors.New("swim: memberlist is shut down")
 
-// ErrMetaTooLarge is matched (errors.Is) by the error UpdateMeta returns for
-// metadata over Config.MaxMetaSize.
-var ErrMetaTooLarge = errors.New("swim: metadata over MaxMetaSize")
-
 // Memberlist drives a Machine over a Transport with real time: the
 // ready-to-use member of a cluster. Create it with New, add it to a cluster
 // with Join, watch the cluster through Config.Events or Members, and end it
@@ -116,8 +112,12 @@ type Memberlist struct {
 	membersRefusedSeen, pushPullsRefusedSeen uint64
 
 	// Seed names retried in the background (seednames.go).
-	seedMu            sync.Mutex
-	seedNames         seedNames
+	seedMu    sync.Mutex
+	seedNames seedNames
+	// seedLookup resolves seed names; nil means the system's resolver.
+	// Tests set it before Join to control what a name resolves to, and
+	// when.
+	seedLookup        lookupFunc
 	seedLookupsFailed atomic.Uint64
 
 	// keys is the keyring (keyring.go), read by every packet and stream
@@ -237,7 +237,7 @@ func New(cfg *Config) (*Memberlist, error) {
 	var seed [16]byte
 	_, _ = crand.Read(seed[:]) // never fails since Go 1.24 (it crashes instead)
 	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
-	machine, err := NewMachine(&c, transport.LocalAddr(), rng, time.Now(), WatchClock())
+	machine, err := NewMachine(&c, transport.LocalAddr(), rng, time.Now(), WatchClock(), IndexNames())
 	if err != nil {
 		_ = transport.Close()
 		return nil, err
@@ -273,7 +273,6 @@ func New(cfg *Config) (*Memberlist, error) {
 		return nil, err
 	}
 	ml.keys.cur.Store(kr)
-	machine.indexNames() // kept up by every input, so that Members never has to build it
 	if c.Events != nil || c.Messages != nil {
 		ml.events = newEventQueue()
 		ml.dispatcherDone = make(chan struct{})
@@ -300,7 +299,7 @@ func New(cfg *Config) (*Memberlist, error) {
 func (ml *Memberlist) Members() []Member {
 	ml.mu.RLock()
 	defer ml.mu.RUnlock()
-	return ml.machine.appendLive(make([]Member, 0, ml.machine.NumMembers()))
+	return ml.machine.AppendLive(make([]Member, 0, ml.machine.NumMembers()))
 }
 
 // NumMembers counts the live members, this one included, as Members would
@@ -366,7 +365,7 @@ func (ml *Memberlist) Join(ctx context.Context, addrs ...string) (int, error) {
 	var results chan joinResult
 	var asked int
 	err := ml.input(func(now time.Time) {
-		if ml.machine.self.state() == StateLeft {
+		if ml.machine.LocalMember().State == StateLeft {
 			// Joining again after Leave: a later Leave is a new one.
 			ml.leaveDone, ml.leaveShown = nil, false
 		}

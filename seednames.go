@@ -108,7 +108,7 @@ func (ml *Memberlist) resolveSeedNames() {
 		}
 		if len(addrs) > 0 {
 			var started int
-			if err := ml.input(func(now time.Time) { started = ml.machine.addSeeds(now, addrs, until) }); err != nil {
+			if err := ml.input(func(now time.Time) { started = ml.machine.AddSeeds(now, addrs, until) }); err != nil {
 				ml.stopResolving()
 				return
 			}
@@ -132,13 +132,13 @@ func (ml *Memberlist) stopResolving() {
 func (ml *Memberlist) alone() bool {
 	ml.mu.RLock()
 	defer ml.mu.RUnlock()
-	return !ml.closed && ml.machine.self.state() == StateAlive && ml.machine.numOthers() == 0
+	return !ml.closed && ml.machine.LocalMember().State == StateAlive && ml.machine.NumMembers() == 1
 }
 
 // lookup is the resolver of seed names.
 func (ml *Memberlist) lookup() lookupFunc {
-	if ml.cfg.seedLookup != nil {
-		return ml.cfg.seedLookup
+	if ml.seedLookup != nil {
+		return ml.seedLookup
 	}
 	return lookupDefault
 }

@@ -56,8 +56,8 @@ func TestSeedNameResolvedLater(t *testing.T) {
 	dns := &fakeDNS{}
 	b := startMember(t, testConfig("b"))
 	cfg := testConfig("a")
-	cfg.seedLookup = dns.lookup
 	a := startMember(t, cfg)
+	a.seedLookup = dns.lookup // before Join, which starts the lookups
 
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
@@ -86,8 +86,8 @@ func TestSeedNameResolvedToSelfFirst(t *testing.T) {
 	}
 	dns := &fakeDNS{}
 	cfg := testConfig("a")
-	cfg.seedLookup = dns.lookup
 	a := startMember(t, cfg)
+	a.seedLookup = dns.lookup // before Join, which starts the lookups
 	port := a.LocalMember().Addr.Port()
 	other := netip.MustParseAddr("127.0.0.2")
 	bcfg := testConfig("b")
@@ -113,9 +113,9 @@ func TestSeedNameResolvedToSelfFirst(t *testing.T) {
 func TestSeedNameRetriesBounded(t *testing.T) {
 	dns := &fakeDNS{}
 	cfg := testConfig("a")
-	cfg.seedLookup = dns.lookup
 	cfg.ReconnectTimeout = 1500 * time.Millisecond
 	a := startMember(t, cfg)
+	a.seedLookup = dns.lookup // before Join, which starts the lookups
 	_, err := a.Join(context.Background(), "swim.test")
 	require.Error(t, err)
 	running := func() bool {

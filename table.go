@@ -155,7 +155,7 @@ func (m *Machine) byAddr(addr netip.AddrPort) *memberState {
 
 func (m *Machine) nameOrder() ringOrder { return ringOrder{names: m.reg} }
 
-// indexNames starts keeping the name index appendLive walks, so that a
+// indexNames starts keeping the name index AppendLive walks, so that a
 // reader never has to build it (a simulator, which never reads the table
 // in name order, does not pay for it).
 func (m *Machine) indexNames() {
@@ -167,10 +167,11 @@ func (m *Machine) indexNames() {
 	m.ring.each(func(id uint32) { m.byName.insert(o, id) })
 }
 
-// appendLive appends the live members, this one included, to dst in name
-// order, for Memberlist.Members: walking the name index, it neither sorts
-// nor copies the table.
-func (m *Machine) appendLive(dst []Member) []Member {
+// AppendLive appends the live members, this one included while it has not
+// left, to dst in name order: Members without the dead, for a driver's
+// view. With the IndexNames option it walks an index kept up by every
+// input, and neither sorts nor copies the table.
+func (m *Machine) AppendLive(dst []Member) []Member {
 	m.indexNames()
 	m.byName.each(func(id uint32) {
 		if s := m.entry(id); s.live() { // not this member after it left

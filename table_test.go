@@ -194,14 +194,14 @@ func BenchmarkBroadcastTake(b *testing.B) {
 	}
 }
 
-// appendLive lists the live members in name order, this one included until
+// AppendLive lists the live members in name order, this one included until
 // it leaves, and follows the table as it changes.
 func TestAppendLiveFollowsTheTable(t *testing.T) {
 	h := newMT(t, mtConfig())
 	h.joinPeers(5, 1)
 	names := func() []string {
 		var out []string
-		for _, mb := range h.m.appendLive(nil) {
+		for _, mb := range h.m.AppendLive(nil) {
 			out = append(out, mb.Name)
 		}
 		return out
