@@ -13,36 +13,55 @@
 //
 // # Layers
 //
-// Four layers, each in files of its own:
+// The package's files fall in three layers, told apart by their names; the
+// tests in layers_test.go derive each file's layer from the code (what the
+// Machine's methods alone use is core, what the Memberlist's alone use is
+// runtime) and hold the line between them: no file mixes the two, nothing
+// outside the core uses an unexported name of the core, and nothing the
+// core reaches does I/O, reads the clock, starts a goroutine, takes a lock
+// or draws from a global random source. TestDocLayerMap checks this list
+// against them.
 //
-//   - Core: Machine, the protocol of one member as a pure state machine
-//     (machine.go, lifecycle.go, probe.go, suspicion.go, incarnation.go,
-//     pushpull.go, broadcast.go, table.go, ring.go, health.go, timers.go,
-//     deadlist.go; the applications' messages and broadcasts in
-//     usermsg.go, pings and round trips in ping.go, admission and name
-//     conflicts in admission.go, the partition alarm in partition.go, the
-//     asks for members gossip missed in holes.go, the Observer's
-//     measurements and the counts by state in observer.go), and the types
-//     it reports in (member.go: State, Member, Event). It
-//     does no I/O, reads no clock, starts no goroutine and draws
-//     randomness only from the *rand.Rand it is given; every input
-//     carries now, and every output (packets, stream exchanges, events,
-//     the next deadline) is data. Every pending timeout is an entry in
-//     one queue (timers.go), so NextDeadline is the head of that queue.
-//     TestCoreIsPure checks this on the source.
-//   - Runtime: Memberlist drives one Machine with real time (memberlist.go,
-//     loop.go, stream.go, streamlimits.go, events.go, queue.go, join.go,
-//     messaging.go for the applications' data), seals and opens traffic (security.go,
-//     keyring.go), logs refused traffic at a bounded rate (ratelog.go), and
-//     runs callbacks on a goroutine of their own. The simulator in internal/sim drives
-//     thousands of Machines in virtual time instead.
-//   - Transport: Transport and NetTransport, UDP packets and TCP streams
-//     on one port (transport.go).
-//   - Wire: internal/wire, the messages and their msgpack encoding, written
-//     by hand so that every length a peer sends is bounded before anything
-//     is allocated, and the envelope (cluster label, AES-GCM seal).
+//   - Core: Machine, the protocol of one member as a pure state machine,
+//     in files named for what they hold: machine.go (the Machine, its
+//     inputs and outputs), lifecycle.go (join, leave, metadata), probe.go
+//     (probes, ping-req, acks and nacks), ring.go (the probe ring),
+//     pairing.go (paired probing), suspicion.go (suspicion timers),
+//     incarnation.go (precedence, refutation), tombstone.go (what the dead
+//     leave behind), deadlist.go (the dead still held), table.go (the
+//     member table), registry.go (member identities, shared by Machines),
+//     broadcast.go (the piggyback queue), joinstorm.go (pacing news in a
+//     join storm), repair.go (gossip's gaps: asks for missed members, view
+//     digests), pushpull.go (anti-entropy and join exchanges), health.go
+//     (local health), timers.go (the one timer queue), admission.go (the
+//     application's say over who joins), partition.go (the partition
+//     alarm), usermsg.go (the applications' messages and broadcasts),
+//     userping.go (the applications' pings and round trips) and
+//     observer.go (measurements for metrics). Every input carries now;
+//     every output (packets, stream exchanges, events, the next deadline)
+//     is data; NextDeadline is the head of the timer queue.
+//   - Runtime: Memberlist drives one Machine with real time, in the files
+//     prefixed memberlist: memberlist.go (New, the API, Shutdown),
+//     memberlist_loop.go (the loop that feeds the Machine),
+//     memberlist_stream.go and memberlist_streamlimits.go (streams and
+//     their limits), memberlist_events.go (callbacks on a goroutine of
+//     their own), memberlist_messaging.go (the applications' data),
+//     memberlist_security.go and memberlist_keyring.go (sealing and
+//     opening traffic, key rotation) and memberlist_seeds.go (seed
+//     addresses and names). Two helpers of its own are packages apart,
+//     since they need nothing of it: internal/fifo (its queues) and
+//     internal/ratelog (refusals logged at a bounded rate).
+//   - Shared: what both use, the public types: config.go (Config),
+//     member.go (Member, State, Event) and transport.go (Transport, and
+//     NetTransport, UDP packets and TCP streams on one port).
 //
-// Config (config.go) configures the core and the runtime alike.
+// Beside the package: internal/wire, the messages and their msgpack
+// encoding, written by hand so that every length a peer sends is bounded
+// before anything is allocated, and the envelope (cluster label, AES-GCM
+// seal); internal/sim, the simulator that drives thousands of Machines in
+// virtual time through their exported API; internal/scale, internal/chaos
+// and internal/compare, the scale runs, the chaos suite on real processes
+// and the side-by-side comparison with hashicorp/memberlist.
 //
 // # How it maps to the papers
 //
@@ -78,8 +97,8 @@
 //
 // # Where it departs from the papers
 //
-// Each with its reason; docs/protocol.md has the full list and the
-// measurements behind it.
+// This is the whole list, each with its reason; docs/protocol.md explains
+// how each mechanism works and docs/figures.md holds the measurements.
 //
 //   - Aligned probing replaces SWIM §4.3's randomized round-robin: probe
 //     rounds are numbered from the clock on a ring all members share, so

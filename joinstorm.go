@@ -1,7 +1,6 @@
 package swim
 
 import (
-	"net/netip"
 	"time"
 
 	"github.com/swim-go/swim/internal/wire"
@@ -43,7 +42,7 @@ import (
 // (eagerNewsQueued): their pace is the applications' to set.
 //
 // Slower join news means members hear from newcomers they do not know yet,
-// each a hole to ask for (holes.go) with a push-pull of the whole table. In
+// each a hole to ask for (repair.go) with a push-pull of the whole table. In
 // a storm those asks wait joinStormGrace first, by which time gossip has
 // mostly brought the news, and are dropped if it did.
 
@@ -96,7 +95,7 @@ func (m *Machine) queueJoinNews(now time.Time, name string, msg wire.Message) {
 // member at 2,000 members, up to the whole cluster at the seed, each an
 // object the collector marks and a take looks past, in every member. The
 // news sent most is dropped first: others have long passed it on, and
-// whoever still lacks it asks (holes.go) or gets it at anti-entropy.
+// whoever still lacks it asks (repair.go) or gets it at anti-entropy.
 const joinStormBacklog = 256
 
 // lazyLimit is how many times lazy join news is sent, of the limit other
@@ -139,45 +138,4 @@ func (m *Machine) eagerNewsQueued() {
 func (m *Machine) inJoinStorm(now time.Time) bool {
 	g := m.joinStormGrace()
 	return g > 0 && !m.lastJoinNews.IsZero() && now.Sub(m.lastJoinNews) < g
-}
-
-// deferredHole is a hole ask put off: the address of the packet that named
-// the member, and when the ask is due (its timer's token).
-type deferredHole struct {
-	from netip.AddrPort
-	due  time.Time
-}
-
-// deferHole remembers that a packet from the address from named the
-// unknown member called name, to ask for it after joinStormGrace if it is
-// still unknown then. At most maxHoleNames wait; past that the ask is
-// dropped (counted as refused): the next packet naming the member notes it
-// again.
-func (m *Machine) deferHole(now time.Time, from netip.AddrPort, name string) {
-	h := &m.holes
-	if _, ok := h.deferred[name]; ok {
-		return
-	}
-	if len(h.deferred) >= maxHoleNames {
-		m.stats.HoleAsksRefused++
-		return
-	}
-	due := now.Add(m.joinStormGrace())
-	h.deferred[name] = deferredHole{from: from, due: due}
-	m.stats.HoleAsksDeferred++
-	m.after(due, timerHoleAsk, 0, 0, name)
-}
-
-// askDeferredHole asks for the member called name, deferred by deferHole,
-// unless gossip has brought it meanwhile.
-func (m *Machine) askDeferredHole(now time.Time, name string) {
-	d, ok := m.holes.deferred[name]
-	if !ok {
-		return
-	}
-	delete(m.holes.deferred, name)
-	if m.self.state() != StateAlive || m.lookup(name) != nil || m.tombByName[name] != nil {
-		return
-	}
-	m.holePushPull(now, m.byAddr(d.from))
 }

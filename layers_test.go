@@ -9,6 +9,7 @@ import (
 	"go/types"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -659,4 +660,44 @@ func (m *Machine) coreErr() error { return errRuntimeOnly }
 `})
 	require.Equal(t, runtimeLayer, errs.fileLayer["runerr.go"])
 	require.Len(t, errs.coreUsesRuntime(), 1, "%q", errs.coreUsesRuntime())
+}
+
+// TestDocLayerMap: the layer map in the package documentation (doc.go,
+// "Layers") names each file of the package in the layer the code puts it
+// in, and names every internal package, and only packages that exist.
+func TestDocLayerMap(t *testing.T) {
+	l := thisPackage(t)
+	doc := l.files["doc.go"].Doc.Text()
+	start := strings.Index(doc, "# Layers\n")
+	require.GreaterOrEqual(t, start, 0, "doc.go has no Layers section")
+	section := doc[start+len("# Layers\n"):]
+	if end := strings.Index(section, "\n# "); end >= 0 {
+		section = section[:end]
+	}
+	goFile := regexp.MustCompile(`\b[a-z_]+\.go\b`)
+	named := map[string][]string{}
+	for _, item := range strings.Split(section, "\n  - ")[1:] {
+		label, body, ok := strings.Cut(item, ":")
+		require.True(t, ok, "a bullet without a label: %q", item)
+		files := slices.Sorted(slices.Values(goFile.FindAllString(body, -1)))
+		named[label] = slices.Compact(files)
+	}
+	want := map[string][]string{
+		"Core":    l.filesOf(core),
+		"Runtime": l.filesOf(runtimeLayer),
+		"Shared":  slices.DeleteFunc(l.filesOf(shared), func(f string) bool { return f == "doc.go" }),
+	}
+	require.Equal(t, want, named, "doc.go's layer map and the code disagree")
+
+	mentioned := slices.Compact(slices.Sorted(slices.Values(regexp.MustCompile(`\binternal/[a-z]+`).FindAllString(section, -1))))
+	dirs, err := filepath.Glob("internal/*")
+	require.NoError(t, err)
+	var exist []string
+	for _, d := range dirs {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			exist = append(exist, filepath.ToSlash(d))
+		}
+	}
+	sort.Strings(exist)
+	require.Equal(t, exist, mentioned, "doc.go's layer map and the internal packages disagree")
 }

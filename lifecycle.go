@@ -143,3 +143,15 @@ func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
 	m.broadcastSelfAlive()
 	return nil
 }
+
+// expireSeeds forgets the join seeds ReconnectTimeout after the join.
+func (m *Machine) expireSeeds(now time.Time) {
+	if m.seedsUntil.IsZero() {
+		return
+	}
+	if now.Before(m.seedsUntil) {
+		m.armAt(timerSeeds, m.seedsUntil)
+		return
+	}
+	m.seeds, m.seedsUntil = nil, time.Time{}
+}

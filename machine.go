@@ -106,20 +106,6 @@ func WatchClock() MachineOption { return func(m *Machine) { m.watchClock = true 
 // of many Machines that rarely lists them should not.
 func IndexNames() MachineOption { return func(m *Machine) { m.indexNames() } }
 
-// tombstone remembers a member after it left the table (declared dead or
-// left, and forgotten after GossipToDeadTime), for ReconnectTimeout: a dead
-// one can be contacted again when a partition heals, and for both the last
-// incarnation tells old news about them (a replayed packet) from new.
-type tombstone struct {
-	name   string
-	addr   netip.AddrPort
-	inc    uint64
-	left   bool
-	since  time.Time // when it died
-	nudged time.Time // when it was last told (nudge)
-	gone   bool      // superseded: the member is back in the table
-}
-
 type streamKind uint8
 
 const (
@@ -187,7 +173,7 @@ type machineState struct {
 	checksPlanned int64
 	unpaired      map[uint32]struct{}
 	// ringChanged is the round in which the ring, or who on it can pair,
-	// last changed (pairing.go, digest.go); pairFrom the first round in
+	// last changed (pairing.go, repair.go); pairFrom the first round in
 	// which it may pair again; ringXor the XOR of the ring's name hashes.
 	ringChanged int64
 	pairFrom    int64
@@ -197,10 +183,10 @@ type machineState struct {
 	seq          uint32
 	relays       map[uint32]*relay
 	// the application's pings in flight, by seq, and the smoothed round
-	// trips measured, by name (ping.go)
+	// trips measured, by name (userping.go)
 	userPings map[uint32]*userPing
 	rtts      map[string]time.Duration
-	// the ack payloads of the packet being handled (ping.go)
+	// the ack payloads of the packet being handled (userping.go)
 	ackPayloads []*wire.AckPayload
 	// dec decodes each packet into the memory of the last: the messages
 	// live only while HandlePacket runs.
@@ -268,7 +254,7 @@ type machineState struct {
 	armed  [timerKinds]time.Time
 
 	partition partitionAlarm // partition.go
-	holes     holeAsks       // asks for the members rumors missed (holes.go)
+	holes     holeAsks       // asks for the members rumors missed (repair.go)
 
 	health int  // local health score, Lifeguard §IV-A (health.go)
 	urgent bool // widen the next gossip round (a death we declared)
@@ -284,7 +270,7 @@ type machineState struct {
 	eventSeq uint64 // the Seq of the last event
 	stats    Stats
 	// scratch buffers reused between packets
-	holeNotes   []holeNote // names the packet being handled shows acting or names as subjects (holes.go)
+	holeNotes   []holeNote // names the packet being handled shows acting or names as subjects (repair.go)
 	frames      [][]byte
 	frameBuf    []byte
 	pickScratch []*memberState
@@ -454,7 +440,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		m.markHeard(sender, now)
 		m.lastHeardAny = now
 		if sender.state() == StateDead {
-			// And one we declared dead is alive after all (holes.go).
+			// And one we declared dead is alive after all (repair.go).
 			m.addHoleNote(holeNote{actor: true, entry: sender})
 		}
 	}
@@ -508,7 +494,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			if sender == nil {
 				// A ping from a member's address is that member (the
 				// heartbeat above); from elsewhere, its From is a
-				// name to know (holes.go).
+				// name to know (repair.go).
 				m.noteNames(nil, msg.From, "")
 			}
 		case *wire.PingReq:
@@ -799,7 +785,7 @@ type Stats struct {
 	TCPPings, TCPPingsFailed   uint64
 	Reconnects                 uint64
 
-	// Asks for members gossip missed (holes.go): TCP pings of members held
+	// Asks for members gossip missed (repair.go): TCP pings of members held
 	// dead or forgotten that a packet showed alive, push-pulls with the
 	// member that named one never heard of, and asks not made (over the
 	// rate, or no room to remember them).
@@ -810,7 +796,7 @@ type Stats struct {
 	// until the news in flight had landed.
 	JoinNewsLazy, HoleAsksDeferred uint64
 	JoinNewsDropped                uint64 // join news of a storm dropped, sent most, over the backlog a member keeps (joinstorm.go)
-	// View digests (digest.go): sent beside Heartbeats, and received
+	// View digests (repair.go): sent beside Heartbeats, and received
 	// that differed from this member's view while both stood still.
 	ViewDigestsSent, ViewDigestsDiffering uint64
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swim-go/swim/internal/ratelog"
 	"go.uber.org/zap"
 )
 
@@ -74,7 +75,7 @@ type Memberlist struct {
 	// Slots for the TCP exchanges in flight, MaxConcurrentStreams in each
 	// direction: a flood of inbound exchanges cannot starve this member's
 	// own joins and push-pulls, nor the reverse. The inbound ones are
-	// shared among source addresses (streamlimits.go).
+	// shared among source addresses (memberlist_streamlimits.go).
 	outSem    chan struct{}
 	inStreams *inboundSlots
 
@@ -99,19 +100,19 @@ type Memberlist struct {
 	stateMergeErrors  atomic.Uint64
 	streamsRefused    atomic.Uint64
 
-	// Refused streams (streamlimits.go), counted and logged at most once
+	// Refused streams (memberlist_streamlimits.go), counted and logged at most once
 	// per kind per 10 s.
 	streamsRefusedPerSource atomic.Uint64
 	streamsTimedOut         atomic.Uint64
 	streamsTooLarge         atomic.Uint64
 	streamsOverBudget       atomic.Uint64
 	inBytes                 byteBudget // of the inbound requests being read or handled
-	refusals                *refusalLog
+	refusals                *ratelog.Log
 
 	// The Machine's refusals already logged (logTableRefusals); under mu.
 	membersRefusedSeen, pushPullsRefusedSeen uint64
 
-	// Seed names retried in the background (seednames.go).
+	// Seed names retried in the background (memberlist_seeds.go).
 	seedMu    sync.Mutex
 	seedNames seedNames
 	// seedLookup resolves seed names; nil means the system's resolver.
@@ -120,10 +121,10 @@ type Memberlist struct {
 	seedLookup        lookupFunc
 	seedLookupsFailed atomic.Uint64
 
-	// keys is the keyring (keyring.go), read by every packet and stream
+	// keys is the keyring (memberlist_keyring.go), read by every packet and stream
 	// without a lock.
 	keys keyStore
-	sec  *security // label, AllowedCIDRs, StreamTLS, refusals (security.go)
+	sec  *security // label, AllowedCIDRs, StreamTLS, refusals (memberlist_security.go)
 
 	// Guarded by mu.
 	joins      map[uint64]*joinWaiter // outbound exchanges a Join waits for
@@ -244,7 +245,7 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	refusals := newRefusalLog(logger)
+	refusals := ratelog.New(logger)
 	ml := &Memberlist{
 		inBytes:      byteBudget{total: int64(inboundBudgetStreams) * int64(c.maxStreamBytes())},
 		cfg:          c,

@@ -151,7 +151,7 @@ func TestPairedProbingOnePacketPerRound(t *testing.T) {
 	sent := driveRounds(h, peer, r0, r0+20, func(int64) bool { return true })
 	got := kinds(sent, mtPeerAddr(1))
 	// The view digest of the rounds after the join rides in the
-	// Heartbeat's packet (digest.go).
+	// Heartbeat's packet (repair.go).
 	require.Equal(t, int(h.m.Stats().ViewDigestsSent-before.ViewDigestsSent), got["*wire.ViewDigest"])
 	delete(got, "*wire.ViewDigest")
 	require.Equal(t, map[string]int{"*wire.Heartbeat": 20}, got)

@@ -158,40 +158,6 @@ func (m *Machine) nextProbeTarget(now time.Time) *memberState {
 // (one target's phase late in a round, the next one's early), so several
 // may be in flight.
 
-// ringKeyOf places a member on the probe ring (FNV-1a of its name).
-func ringKeyOf(name string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(name); i++ {
-		h ^= uint64(name[i])
-		h *= 1099511628211
-	}
-	return h
-}
-
-func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys, names: m.reg} }
-
-func (m *Machine) ringInsert(now time.Time, s *memberState) {
-	if m.ring.insert(m.ringOrder(), s.id) {
-		m.ringXor ^= uint32(m.reg.ringKeys[s.id])
-		m.ringMoved(now)
-	}
-	m.notePairing(now, s)
-	if m.byName != nil {
-		m.byName.insert(m.nameOrder(), s.id)
-	}
-}
-
-func (m *Machine) ringRemove(now time.Time, s *memberState) {
-	if m.ring.remove(m.ringOrder(), s.id) {
-		m.ringXor ^= uint32(m.reg.ringKeys[s.id])
-		m.ringMoved(now)
-	}
-	delete(m.unpaired, s.id)
-	if m.byName != nil {
-		m.byName.remove(m.nameOrder(), s.id)
-	}
-}
-
 // roundOf numbers the probe rounds from the clock.
 func (m *Machine) roundOf(now time.Time) int64 {
 	return now.UnixNano() / int64(m.cfg.ProbeInterval)

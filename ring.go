@@ -3,7 +3,13 @@ package swim
 import (
 	"slices"
 	"strings"
+	"time"
 )
+
+// The probe ring (SWIM §4.3, made deterministic by aligned probing): every
+// member places the live members by a hash of their names (ringKeyOf), so
+// all members that agree on the view agree on the ring, and each round
+// probes a fixed offset on it (probe.go).
 
 // ringList is the probe ring: the live members' name ids in ring order (by
 // ring key, then name). The same structure, ordered by name, is the name
@@ -134,5 +140,39 @@ func (r *ringList) each(f func(id uint32)) {
 		for _, id := range b {
 			f(id)
 		}
+	}
+}
+
+// ringKeyOf places a member on the probe ring (FNV-1a of its name).
+func ringKeyOf(name string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+func (m *Machine) ringOrder() ringOrder { return ringOrder{keys: m.reg.ringKeys, names: m.reg} }
+
+func (m *Machine) ringInsert(now time.Time, s *memberState) {
+	if m.ring.insert(m.ringOrder(), s.id) {
+		m.ringXor ^= uint32(m.reg.ringKeys[s.id])
+		m.ringMoved(now)
+	}
+	m.notePairing(now, s)
+	if m.byName != nil {
+		m.byName.insert(m.nameOrder(), s.id)
+	}
+}
+
+func (m *Machine) ringRemove(now time.Time, s *memberState) {
+	if m.ring.remove(m.ringOrder(), s.id) {
+		m.ringXor ^= uint32(m.reg.ringKeys[s.id])
+		m.ringMoved(now)
+	}
+	delete(m.unpaired, s.id)
+	if m.byName != nil {
+		m.byName.remove(m.nameOrder(), s.id)
 	}
 }

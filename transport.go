@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/swim-go/swim/internal/fifo"
+	"github.com/swim-go/swim/internal/ratelog"
 	"go.uber.org/zap"
 )
 
@@ -169,7 +171,7 @@ type NetTransport struct {
 	tcp       *net.TCPListener
 	advertise netip.AddrPort
 	log       *zap.Logger
-	refusals  *refusalLog // streams refused for want of room in Streams
+	refusals  *ratelog.Log // streams refused for want of room in Streams
 
 	packets chan IncomingPacket
 	streams chan net.Conn
@@ -188,9 +190,9 @@ type NetTransport struct {
 	// goroutine, started for the backlog and ended when it is gone, moves
 	// its packets into the channel as room appears.
 	mu          sync.Mutex
-	overflow    fifo[IncomingPacket] // guarded by mu
-	overflowMax int                  // PacketBuffer less the channel's capacity
-	pumping     bool                 // guarded by mu: a pump goroutine runs
+	overflow    fifo.Queue[IncomingPacket] // guarded by mu
+	overflowMax int                        // PacketBuffer less the channel's capacity
+	pumping     bool                       // guarded by mu: a pump goroutine runs
 
 	// lifetime is cancelled by Close: it tells the goroutines that a socket
 	// error means shutdown, interrupts their error pauses and cancels dials
@@ -297,7 +299,7 @@ func NewNetTransport(cfg *NetTransportConfig) (*NetTransport, error) {
 		streams:   make(chan net.Conn, c.MaxConcurrentStreams),
 		readSize:  min(c.MaxPacketSize+1, udpReadBufferSize),
 	}
-	t.refusals = newRefusalLog(t.log)
+	t.refusals = ratelog.New(t.log)
 	t.overflowMax = c.PacketBuffer - cap(t.packets)
 	t.lifetime, t.stop = context.WithCancel(context.Background())
 	t.wg.Add(2)
@@ -459,18 +461,18 @@ func (t *NetTransport) HandlePackets(h func(p IncomingPacket)) {
 func (t *NetTransport) deliver(p IncomingPacket) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.overflow.len() == 0 {
+	if t.overflow.Len() == 0 {
 		select {
 		case t.packets <- p:
 			return
 		default:
 		}
 	}
-	if t.overflow.len() >= t.overflowMax {
+	if t.overflow.Len() >= t.overflowMax {
 		t.packetsDropped.Add(1)
 		return
 	}
-	t.overflow.push(p)
+	t.overflow.Push(p)
 	if !t.pumping {
 		t.pumping = true
 		// The reader is itself counted in wg, so this Add cannot race
@@ -488,7 +490,7 @@ func (t *NetTransport) pump() {
 	defer t.wg.Done()
 	for {
 		t.mu.Lock()
-		p, ok := t.overflow.peek()
+		p, ok := t.overflow.Peek()
 		if !ok {
 			t.pumping = false
 			t.mu.Unlock()
@@ -504,7 +506,7 @@ func (t *NetTransport) pump() {
 			return
 		}
 		t.mu.Lock()
-		t.overflow.pop()
+		t.overflow.Pop()
 		t.mu.Unlock()
 	}
 }
@@ -535,7 +537,7 @@ func (t *NetTransport) acceptStreams() {
 			// Refusing at once tells the peer to retry elsewhere or later;
 			// queueing without bound would let a flood exhaust descriptors.
 			t.streamsRefused.Add(1)
-			t.refusals.warn(refusalTransportQueue, zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", cap(t.streams)))
+			t.refusals.Warn(refusalTransportQueue, zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", cap(t.streams)))
 			_ = conn.Close()
 		}
 	}

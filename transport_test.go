@@ -445,7 +445,7 @@ func TestNetTransportBacklogBeyondChannelKeepsOrder(t *testing.T) {
 	require.Eventually(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		return !b.pumping && b.overflow.len() == 0
+		return !b.pumping && b.overflow.Len() == 0
 	}, transportTestWait, time.Millisecond, "the pump did not end with the backlog")
 	sendCounted(t, a, b, []byte("after"))
 	require.Equal(t, "after", string(receiveTestPacket(t, b).Data))
@@ -532,8 +532,8 @@ func TestNetTransportSmallAtRest(t *testing.T) {
 	require.Equal(t, "ping", string(receiveTestPacket(t, b).Data))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	require.Zero(t, b.overflow.len())
-	require.Nil(t, b.overflow.buf, "the overflow queue allocated a ring for nothing")
+	require.Zero(t, b.overflow.Len())
+	require.Zero(t, b.overflow.Cap(), "the overflow queue allocated a ring for nothing")
 }
 
 // BenchmarkNetTransportAtRest measures the heap an idle transport allocates

@@ -145,7 +145,7 @@ func (ml *Memberlist) appendLocalState(data []byte, join bool) []byte {
 	}
 	if limit := ml.cfg.maxStateSize(); len(state) > limit {
 		ml.statesTooLarge.Add(1)
-		ml.refusals.warn("local state over MaxStateSize, not sent", zap.Int("bytes", len(state)), zap.Int("max", limit))
+		ml.refusals.Warn("local state over MaxStateSize, not sent", zap.Int("bytes", len(state)), zap.Int("max", limit))
 		return data
 	}
 	// A copy: the Machine may reuse data's buffer.
@@ -163,7 +163,7 @@ func (ml *Memberlist) mergeStates(states []RemoteState) {
 	for _, st := range states {
 		if err := ml.cfg.State.MergeRemoteState(st.State, st.Join); err != nil {
 			ml.stateMergeErrors.Add(1)
-			ml.refusals.warn("peer's state not merged", zap.String("from", st.From), zap.Error(err))
+			ml.refusals.Warn("peer's state not merged", zap.String("from", st.From), zap.Error(err))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package swim
+package fifo
 
 import (
 	"testing"
@@ -7,10 +7,10 @@ import (
 )
 
 func TestFifoOrderAcrossGrowthAndWrap(t *testing.T) {
-	var q fifo[int]
-	_, ok := q.pop()
+	var q Queue[int]
+	_, ok := q.Pop()
 	require.False(t, ok, "pop of an empty queue")
-	_, ok = q.peek()
+	_, ok = q.Peek()
 	require.False(t, ok, "peek of an empty queue")
 
 	// Interleave pushes and pops so that the ring wraps before it grows,
@@ -18,22 +18,22 @@ func TestFifoOrderAcrossGrowthAndWrap(t *testing.T) {
 	next, want := 0, 0
 	for round := range 200 {
 		for range round%7 + 3 {
-			q.push(next)
+			q.Push(next)
 			next++
 		}
 		for range round%5 + 1 {
-			v, ok := q.peek()
+			v, ok := q.Peek()
 			require.True(t, ok)
 			require.Equal(t, want, v)
-			v, ok = q.pop()
+			v, ok = q.Pop()
 			require.True(t, ok)
 			require.Equal(t, want, v, "round %d", round)
 			want++
 		}
-		require.Equal(t, next-want, q.len())
+		require.Equal(t, next-want, q.Len())
 	}
-	for q.len() > 0 {
-		v, _ := q.pop()
+	for q.Len() > 0 {
+		v, _ := q.Pop()
 		require.Equal(t, want, v)
 		want++
 	}
@@ -41,37 +41,37 @@ func TestFifoOrderAcrossGrowthAndWrap(t *testing.T) {
 }
 
 func TestFifoGivesMemoryBack(t *testing.T) {
-	var q fifo[int]
+	var q Queue[int]
 	require.Nil(t, q.buf, "an unused queue allocates nothing")
-	q.push(1)
-	require.Len(t, q.buf, fifoMinCap)
-	_, _ = q.pop()
-	require.Len(t, q.buf, fifoMinCap, "the minimum ring is kept: a quiet queue does not allocate per item")
+	q.Push(1)
+	require.Len(t, q.buf, MinCap)
+	_, _ = q.Pop()
+	require.Len(t, q.buf, MinCap, "the minimum ring is kept: a quiet queue does not allocate per item")
 
 	for i := range 1000 {
-		q.push(i)
+		q.Push(i)
 	}
 	require.Len(t, q.buf, 1024)
 	// Draining halves the ring at a quarter full...
-	for q.len() > 200 {
-		_, _ = q.pop()
+	for q.Len() > 200 {
+		_, _ = q.Pop()
 	}
 	require.Less(t, len(q.buf), 1024)
-	require.GreaterOrEqual(t, len(q.buf), q.len())
+	require.GreaterOrEqual(t, len(q.buf), q.Len())
 	// ...down to the minimum once empty: the burst's high-water mark is
 	// not kept.
-	for q.len() > 0 {
-		_, _ = q.pop()
+	for q.Len() > 0 {
+		_, _ = q.Pop()
 	}
-	require.Len(t, q.buf, fifoMinCap)
+	require.Len(t, q.buf, MinCap)
 }
 
 func TestFifoPopClearsSlot(t *testing.T) {
-	var q fifo[*int]
+	var q Queue[*int]
 	v := new(int)
-	q.push(v)
-	q.push(new(int))
-	got, _ := q.pop()
+	q.Push(v)
+	q.Push(new(int))
+	got, _ := q.Pop()
 	require.Same(t, v, got)
 	require.Nil(t, q.buf[0], "a popped slot must not keep its item reachable")
 }

@@ -1,4 +1,4 @@
-package swim
+package ratelog
 
 import (
 	"testing"
@@ -14,18 +14,18 @@ import (
 // is logged on its own.
 func TestRefusalLogIsRateLimited(t *testing.T) {
 	core, logs := observer.New(zap.WarnLevel)
-	l := newRefusalLog(zap.New(core))
+	l := New(zap.New(core))
 	now := time.Unix(1000, 0)
 	l.now = func() time.Time { return now }
 
 	for range 100 {
-		l.warn("packet with a wrong label")
+		l.Warn("packet with a wrong label")
 	}
-	l.warn("stream from a disallowed address")
+	l.Warn("stream from a disallowed address")
 	require.Equal(t, 2, logs.Len(), "one line per kind")
 
-	now = now.Add(refusalLogEvery)
-	l.warn("packet with a wrong label")
+	now = now.Add(Every)
+	l.Warn("packet with a wrong label")
 	entries := logs.TakeAll()
 	require.Len(t, entries, 3)
 	last := entries[2]

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/swim-go/swim/internal/ratelog"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -31,7 +32,7 @@ type security struct {
 	label   string
 	allowed []netip.Prefix // normalized: IPv4-mapped prefixes as IPv4
 	tls     *tls.Config    // a copy of Config.StreamTLS; nil without
-	log     *refusalLog
+	log     *ratelog.Log
 
 	// Buffers that sealed packets are opened into, one per goroutine that
 	// opens packets: rxBuf on the transport's reader (receive, which the
@@ -47,7 +48,7 @@ type security struct {
 	refusedTLS       atomic.Uint64
 }
 
-func newSecurity(c *Config, log *refusalLog) *security {
+func newSecurity(c *Config, log *ratelog.Log) *security {
 	s := &security{label: c.Label, log: log}
 	for _, p := range c.AllowedCIDRs {
 		// Sources are unmapped (IPv4 as IPv4), so a prefix written as
@@ -111,7 +112,7 @@ func (s *security) refuse(kind wire.EnvelopeKind, class int, from netip.AddrPort
 	if err != nil {
 		fields = append(fields, zap.Error(err))
 	}
-	s.log.warn(refusalKinds[kind-wire.PacketEnvelope][class], fields...)
+	s.log.Warn(refusalKinds[kind-wire.PacketEnvelope][class], fields...)
 }
 
 // refuseEnvelope counts and logs an envelope OpenEnvelope refused.

@@ -206,7 +206,7 @@ func (ml *Memberlist) logRefusalsSince(kind string, n uint64, seen *uint64) {
 	if n == *seen {
 		return
 	}
-	ml.refusals.warn(kind, zap.Uint64("refused", n-*seen), zap.Int("max", ml.cfg.MaxMembers))
+	ml.refusals.Warn(kind, zap.Uint64("refused", n-*seen), zap.Int("max", ml.cfg.MaxMembers))
 	*seen = n
 }
 
@@ -245,7 +245,7 @@ func (ml *Memberlist) rearm() {
 	ml.armed = d
 }
 
-// handlePacket opens one received packet's envelope (security.go) and feeds
+// handlePacket opens one received packet's envelope (memberlist_security.go) and feeds
 // the packet to the machine. The caller holds ml.mu, which guards the
 // buffer it opens into.
 func (ml *Memberlist) handlePacket(p IncomingPacket) {

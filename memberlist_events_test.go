@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/swim-go/swim/internal/fifo"
 	"go.uber.org/zap"
 )
 
@@ -30,7 +31,7 @@ func TestEventQueueBoundOrderAndMemory(t *testing.T) {
 		stop:           make(chan struct{}),
 		dispatcherDone: make(chan struct{}),
 	}
-	require.Nil(t, ml.events.queue.buf, "nothing is allocated before the first event")
+	require.Zero(t, ml.events.queue.Cap(), "nothing is allocated before the first event")
 	go ml.dispatch()
 	defer func() {
 		close(ml.stop)
@@ -52,8 +53,8 @@ func TestEventQueueBoundOrderAndMemory(t *testing.T) {
 	require.Equal(t, uint64(queued-buffer), ml.eventsDropped.Load())
 	require.True(t, ml.dropping)
 	ml.events.mu.Lock()
-	require.Equal(t, buffer, ml.events.queue.len())
-	require.Less(t, len(ml.events.queue.buf), 2*buffer, "the queue grows by doubling to the backlog")
+	require.Equal(t, buffer, ml.events.queue.Len())
+	require.Less(t, ml.events.queue.Cap(), 2*buffer, "the queue grows by doubling to the backlog")
 	ml.events.mu.Unlock()
 
 	close(release)
@@ -66,7 +67,7 @@ func TestEventQueueBoundOrderAndMemory(t *testing.T) {
 		}
 	}
 	ml.events.mu.Lock()
-	require.LessOrEqual(t, len(ml.events.queue.buf), fifoMinCap, "drained, the queue gives its memory back")
+	require.LessOrEqual(t, ml.events.queue.Cap(), fifo.MinCap, "drained, the queue gives its memory back")
 	ml.events.mu.Unlock()
 
 	// A queued event after the overflow ends the dropping streak.

@@ -120,7 +120,7 @@ func (ml *Memberlist) readStreamMessage(r io.Reader, peer net.Addr) ([]byte, err
 	data, err := wire.ReadStreamMessage(r, limit)
 	if errors.Is(err, wire.ErrTooLarge) {
 		ml.streamsTooLarge.Add(1)
-		ml.refusals.warn(refusalTooLarge,
+		ml.refusals.Warn(refusalTooLarge,
 			zap.Stringer("peer", peer), zap.Int("max", limit), zap.Error(err))
 	}
 	return data, err
@@ -172,17 +172,17 @@ func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) (data []byt
 	}
 	if errors.Is(err, errOverBudget) {
 		ml.streamsOverBudget.Add(1)
-		ml.refusals.warn(refusalOverBudget,
+		ml.refusals.Warn(refusalOverBudget,
 			zap.Stringer("from", conn.RemoteAddr()), zap.Int("announced", b.taken), zap.Int64("budget", ml.inBytes.total))
 	}
 	release = b.release
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		ml.streamsTimedOut.Add(1)
 		if r.pending > 0 {
-			ml.refusals.warn(refusalFirstBytes,
+			ml.refusals.Warn(refusalFirstBytes,
 				zap.Stringer("from", conn.RemoteAddr()), zap.Duration("timeout", wait))
 		} else {
-			ml.refusals.warn(refusalRequestLate,
+			ml.refusals.Warn(refusalRequestLate,
 				zap.Stringer("from", conn.RemoteAddr()), zap.Duration("timeout", ml.cfg.StreamTimeout))
 		}
 	}
@@ -331,19 +331,19 @@ func (ml *Memberlist) admitStream(conn net.Conn) (*inboundStream, bool) {
 	switch verdict {
 	case refusedSlots:
 		ml.streamsRefused.Add(1)
-		ml.refusals.warn(refusalInboundSlots,
+		ml.refusals.Warn(refusalInboundSlots,
 			zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", ml.cfg.MaxConcurrentStreams))
 		return nil, false
 	case refusedShare:
 		ml.streamsRefusedPerSource.Add(1)
-		ml.refusals.warn(refusalInboundShare,
+		ml.refusals.Warn(refusalInboundShare,
 			zap.Stringer("from", conn.RemoteAddr()), zap.Int("max", ml.cfg.MaxConcurrentStreams),
 			zap.Int("per_source", ml.cfg.MaxStreamsPerSource))
 		return nil, false
 	}
 	if evicted != nil {
 		ml.streamsRefusedPerSource.Add(1)
-		ml.refusals.warn(refusalInboundEvicted,
+		ml.refusals.Warn(refusalInboundEvicted,
 			zap.Stringer("from", evicted.conn.RemoteAddr()), zap.Stringer("for", conn.RemoteAddr()),
 			zap.Int("per_source", ml.cfg.MaxStreamsPerSource))
 		_ = evicted.conn.Close()

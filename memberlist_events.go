@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/swim-go/swim/internal/fifo"
 	"go.uber.org/zap"
 )
 
@@ -18,7 +19,7 @@ import (
 // 1) tells the dispatcher there is work.
 type eventQueue struct {
 	mu       sync.Mutex
-	queue    fifo[delivery]
+	queue    fifo.Queue[delivery]
 	events   int // events in queue
 	messages int // messages in queue
 	wake     chan struct{}
@@ -85,7 +86,7 @@ func (q *eventQueue) push(d delivery, limit int) bool {
 	}
 	full := *count >= limit
 	if !full {
-		q.queue.push(d)
+		q.queue.Push(d)
 		*count++
 	}
 	q.mu.Unlock()
@@ -104,7 +105,7 @@ func (q *eventQueue) push(d delivery, limit int) bool {
 func (q *eventQueue) pop() (delivery, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	d, ok := q.queue.pop()
+	d, ok := q.queue.Pop()
 	if ok {
 		if d.msg != nil {
 			q.messages--

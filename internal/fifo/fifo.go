@@ -1,11 +1,13 @@
-package swim
+// Package fifo is a first-in, first-out queue that holds only the memory
+// its items need.
+package fifo
 
-// fifoMinCap is the smallest backing array a fifo allocates, and the one it
+// MinCap is the smallest backing array a Queue allocates, and the one it
 // keeps once drained: a member's queues hold a handful of items most of the
 // time, so this is all they cost at rest.
-const fifoMinCap = 8
+const MinCap = 8
 
-// fifo is a first-in, first-out queue on a ring buffer that grows on demand
+// Queue is a first-in, first-out queue on a ring buffer that grows on demand
 // and gives its memory back as it drains. The runtime's queues (received
 // packets, events for the handler) are bounded by a configured limit in the
 // thousands but almost always nearly empty; allocating the limit up front,
@@ -14,26 +16,26 @@ const fifoMinCap = 8
 // The limit stays the caller's to enforce (len before push).
 //
 // It is not safe for concurrent use; its owner guards it.
-type fifo[T any] struct {
+type Queue[T any] struct {
 	buf  []T // the ring; len(buf) is the capacity, nil until the first push
 	head int // index of the oldest item
 	n    int // items queued
 }
 
-// len returns how many items are queued.
-func (q *fifo[T]) len() int { return q.n }
+// Len returns how many items are queued.
+func (q *Queue[T]) Len() int { return q.n }
 
-// push appends v, doubling the ring when it is full.
-func (q *fifo[T]) push(v T) {
+// Push appends v, doubling the ring when it is full.
+func (q *Queue[T]) Push(v T) {
 	if q.n == len(q.buf) {
-		q.resize(max(fifoMinCap, 2*len(q.buf)))
+		q.resize(max(MinCap, 2*len(q.buf)))
 	}
 	q.buf[(q.head+q.n)%len(q.buf)] = v
 	q.n++
 }
 
-// peek returns the oldest item without removing it.
-func (q *fifo[T]) peek() (T, bool) {
+// Peek returns the oldest item without removing it.
+func (q *Queue[T]) Peek() (T, bool) {
 	if q.n == 0 {
 		var zero T
 		return zero, false
@@ -41,12 +43,12 @@ func (q *fifo[T]) peek() (T, bool) {
 	return q.buf[q.head], true
 }
 
-// pop removes and returns the oldest item. Once the queue is down to a
-// quarter of its ring the ring is halved, down to fifoMinCap, so a burst
+// Pop removes and returns the oldest item. Once the queue is down to a
+// quarter of its ring the ring is halved, down to MinCap, so a burst
 // does not pin its high-water mark for the member's lifetime; halving at a
 // quarter, not at a half, keeps a queue hovering at one size from
 // reallocating on every push and pop.
-func (q *fifo[T]) pop() (T, bool) {
+func (q *Queue[T]) Pop() (T, bool) {
 	var zero T
 	if q.n == 0 {
 		return zero, false
@@ -55,14 +57,14 @@ func (q *fifo[T]) pop() (T, bool) {
 	q.buf[q.head] = zero // the ring must not keep the item's memory alive
 	q.head = (q.head + 1) % len(q.buf)
 	q.n--
-	if len(q.buf) > fifoMinCap && q.n <= len(q.buf)/4 {
+	if len(q.buf) > MinCap && q.n <= len(q.buf)/4 {
 		q.resize(len(q.buf) / 2)
 	}
 	return v, true
 }
 
 // resize moves the items, oldest first, into a new ring of capacity c >= n.
-func (q *fifo[T]) resize(c int) {
+func (q *Queue[T]) resize(c int) {
 	buf := make([]T, c)
 	if q.n > 0 {
 		end := q.head + q.n
@@ -75,3 +77,6 @@ func (q *fifo[T]) resize(c int) {
 	}
 	q.buf, q.head = buf, 0
 }
+
+// Cap returns the capacity of the ring: what the queue holds on to.
+func (q *Queue[T]) Cap() int { return len(q.buf) }

@@ -34,7 +34,7 @@ func (ml *Memberlist) startStream(req StreamRequest) {
 	case ml.outSem <- struct{}{}:
 	default:
 		ml.streamsRefused.Add(1)
-		ml.refusals.warn(refusalOutboundSlots, zap.Stringer("to", req.To), zap.Int("max", ml.cfg.MaxConcurrentStreams))
+		ml.refusals.Warn(refusalOutboundSlots, zap.Stringer("to", req.To), zap.Int("max", ml.cfg.MaxConcurrentStreams))
 		ml.refused = append(ml.refused, streamResult{id: req.ID, err: errStreamsBusy})
 		return
 	}
