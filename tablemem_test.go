@@ -10,8 +10,12 @@ import (
 )
 
 // heapInUse returns, after a full collection, the bytes of heap objects and
-// the bytes of heap the collector has to scan for pointers.
+// the bytes of heap the collector has to scan for pointers. It collects
+// twice: what earlier tests left in sync.Pools survives one collection in
+// the pools' victim caches, and freed between two readings it would make
+// the second smaller than the first.
 func heapInUse() (objects, scannable uint64) {
+	runtime.GC()
 	runtime.GC()
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/scan/heap:bytes"}}
 	metrics.Read(s)
@@ -44,7 +48,10 @@ func tableMemory(tb testing.TB, machines, n int) (perEntry, scanPerEntry float64
 	o1, s1 := heapInUse()
 	runtime.KeepAlive(ms)
 	entries := float64(machines * (n + 1))
-	return float64(o1-o0) / entries, float64(s1-s0) / entries
+	// Signed: the tables' scannable bytes are few, and what the rest of
+	// the process freed meanwhile can outweigh them; as unsigned the
+	// difference would wrap to an absurd figure.
+	return float64(int64(o1-o0)) / entries, float64(int64(s1-s0)) / entries
 }
 
 // BenchmarkTableMemory reports the heap a member's table costs per entry,
