@@ -282,19 +282,18 @@ func (q *broadcastQueue) takeMore(frames [][]byte, budget, limit int, proto uint
 // Members recently declared dead are among the targets, so one that was
 // wrongly declared dead learns it and refutes.
 func (m *Machine) tickGossip(now time.Time) {
-	if m.cfg.GossipInterval <= 0 || now.Before(m.nextGossip) || m.bq.Len()+m.uq.Len() == 0 {
+	if m.cfg.GossipInterval <= 0 || now.Before(m.timers.due[timerGossip]) || m.bq.Len()+m.uq.Len() == 0 {
 		return
 	}
 	if m.roundsPaced() {
 		if at := m.lastGossipRound.Add(m.joinStormGap()); now.Before(at) {
-			m.nextGossip = at
-			m.armAt(timerGossip, at)
+			m.schedule(timerGossip, at)
 			return
 		}
 	}
 	m.lastGossipRound = now
 	m.ownNews = false
-	m.nextGossip = now.Add(m.cfg.GossipInterval)
+	m.timers.due[timerGossip] = now.Add(m.cfg.GossipInterval)
 	if m.bq.Len() > 0 {
 		m.lastMemberGossip = now
 	}
@@ -311,8 +310,7 @@ func (m *Machine) tickGossip(now time.Time) {
 // gossipNow moves the next gossip round to now: news that everyone waits
 // on (a death we declared, our leave).
 func (m *Machine) gossipNow(now time.Time) {
-	m.nextGossip = now
-	m.armAt(timerGossip, now)
+	m.schedule(timerGossip, now)
 }
 
 // gossip sends pending deltas to fanout random members.

@@ -93,6 +93,14 @@ func (m *Machine) plausible(s *memberState, inc uint64) bool {
 	return true
 }
 
+// staleOrImplausible reports whether a delta claiming st at inc about the
+// member held as s (nil: unknown) must be ignored: what is held takes
+// precedence over it, or its incarnation is implausible (counted by
+// plausible, which is asked only of a delta that is not stale).
+func (m *Machine) staleOrImplausible(s *memberState, st State, inc uint64) bool {
+	return s != nil && precedence(s.state(), s.inc(), st, inc) == stale || !m.plausible(s, inc)
+}
+
 // mergeSource says where a delta came from, which decides whether it is
 // passed on.
 type mergeSource uint8
@@ -134,7 +142,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 	if s != nil && m.learnVersions(now, s, a.Incarnation, a.Versions) {
 		return
 	}
-	if s != nil && precedence(s.state(), s.inc(), StateAlive, a.Incarnation) == stale || !m.plausible(s, a.Incarnation) {
+	if m.staleOrImplausible(s, StateAlive, a.Incarnation) {
 		return
 	}
 	addr, err := wire.DecodeAddr(a.Addr)
@@ -220,7 +228,7 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) (unknown bool) {
 	if s == nil {
 		return m.tombByName[d.Name] == nil
 	}
-	if precedence(s.state(), s.inc(), StateSuspect, d.Incarnation) == stale || !m.plausible(s, d.Incarnation) {
+	if m.staleOrImplausible(s, StateSuspect, d.Incarnation) {
 		return false
 	}
 	// Anchor where the accuser did (Geode: at the last moment the member
@@ -283,7 +291,7 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 	if d.Left {
 		st = StateLeft
 	}
-	if s == nil || precedence(s.state(), s.inc(), st, d.Incarnation) == stale || !m.plausible(s, d.Incarnation) {
+	if s == nil || m.staleOrImplausible(s, st, d.Incarnation) {
 		return
 	}
 	if !s.live() {

@@ -127,9 +127,8 @@ func (m *Machine) eagerNewsQueued() {
 	if m.lastGossipRound.IsZero() || m.cfg.GossipInterval <= 0 {
 		return
 	}
-	if at := m.lastGossipRound.Add(m.cfg.GossipInterval); at.Before(m.nextGossip) {
-		m.nextGossip = at
-		m.armAt(timerGossip, at)
+	if at := m.lastGossipRound.Add(m.cfg.GossipInterval); at.Before(m.timers.due[timerGossip]) {
+		m.schedule(timerGossip, at)
 	}
 }
 

@@ -122,7 +122,7 @@ func stormDeferred(t *testing.T, h *mt) {
 	for _, p := range h.run(last.Add(h.cfg.GossipInterval+time.Millisecond), nil).Packets {
 		require.False(t, p.isGossipOnly(), "a round at %v, %v after the last", p.At.Sub(start), p.At.Sub(last))
 	}
-	require.Equal(t, last.Add(h.m.joinStormGap()), h.m.nextGossip, "the next round is put off")
+	require.Equal(t, last.Add(h.m.joinStormGap()), h.m.timers.due[timerGossip], "the next round is put off")
 }
 
 // News relayed during a storm keeps the storm's pace: a suspicion heard
@@ -132,12 +132,12 @@ func stormDeferred(t *testing.T, h *mt) {
 func TestJoinStormPacesRelayedNews(t *testing.T) {
 	h := stormMT(t)
 	stormDeferred(t, h)
-	due := h.m.nextGossip
+	due := h.m.timers.due[timerGossip]
 	h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtPeer(7), Incarnation: 1, From: mtPeer(1)})
 	for _, p := range h.run(due.Add(-time.Millisecond), nil).Packets {
 		require.False(t, p.isGossipOnly(), "a round at %v, before the storm's next one at %v", p.At, due)
 	}
-	require.Equal(t, due, h.m.nextGossip, "the round is still put off")
+	require.Equal(t, due, h.m.timers.due[timerGossip], "the round is still put off")
 	suspicion := false
 	for _, p := range h.run(due, nil).Packets {
 		if p.isGossipOnly() && len(deltasAbout(p.Msgs, mtPeer(7))) > 0 {
@@ -199,7 +199,7 @@ func TestJoinStormDoesNotHoldBackBroadcasts(t *testing.T) {
 	stormDeferred(t, h)
 	_, err := h.m.Broadcast(h.now, "k", []byte("v"))
 	require.NoError(t, err)
-	require.False(t, h.m.nextGossip.After(h.now), "the round is brought back")
+	require.False(t, h.m.timers.due[timerGossip].After(h.now), "the round is brought back")
 }
 
 // In a storm a hole is asked for only if gossip has not filled it within

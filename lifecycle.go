@@ -112,10 +112,10 @@ func (m *Machine) rejoin(now time.Time) {
 		m.scheduleNextProbe(now)
 		m.scheduleHeartbeats(now)
 	} else {
-		m.nextProbe = now.Add(m.jitter(m.cfg.ProbeInterval))
+		m.timers.due[timerProbe] = now.Add(m.jitter(m.cfg.ProbeInterval))
 	}
 	if m.cfg.PushPullInterval > 0 {
-		m.nextPushPull = now.Add(m.jitter(m.cfg.PushPullInterval))
+		m.timers.due[timerPushPull] = now.Add(m.jitter(m.cfg.PushPullInterval))
 	}
 }
 

@@ -161,14 +161,12 @@ type machineState struct {
 	// comes back must not be queued twice, and looking for its old entry
 	// in the order would cost O(N) per comeback.
 	probeQueued idSet
-	nextProbe   time.Time
 	probes      []*probeRound // in flight; aligned rounds can overlap
-	// Paired rounds (pairing.go): the round of the next Heartbeat and
-	// when it is due, the first round whose partners are still to be
+	// Paired rounds (pairing.go): the round of the next Heartbeat (due at
+	// timers.due[timerHeartbeat]), the first round whose partners are still to be
 	// checked, the last round whose checks were planned, and the members
 	// on the ring that cannot pair.
 	beatRound     int64
-	nextBeat      time.Time
 	checkRound    int64
 	checksPlanned int64
 	unpaired      map[uint32]struct{}
@@ -212,9 +210,8 @@ type machineState struct {
 
 	// dissemination (broadcast.go): membership deltas in bq, the
 	// applications' broadcasts in uq (usermsg.go)
-	bq         *broadcastQueue
-	uq         *broadcastQueue
-	nextGossip time.Time
+	bq *broadcastQueue
+	uq *broadcastQueue
 	// lastMemberGossip is when the last gossip round carried membership
 	// news (queueBroadcast); lastGossipRound when the last round went out.
 	lastMemberGossip time.Time
@@ -237,9 +234,7 @@ type machineState struct {
 	joinedVia     netip.AddrPort         // the seed whose answer joined us, for the first follow-up
 	streamChecks  map[uint64]*finalCheck // TCP pings of final checks in flight
 	streamID      uint64
-	nextPushPull  time.Time
 	joinFollowUps int // extra early push-pulls left after a join
-	nextReconnect time.Time
 	seeds         []netip.AddrPort
 	seedsUntil    time.Time
 
@@ -248,10 +243,9 @@ type machineState struct {
 	// large push-pulls being applied a slice per Tick (pushpull.go)
 	merges []*pendingMerge
 
-	// every pending timeout (timers.go), and the time each singleton
-	// timer is armed for (zero: not armed)
+	// every pending timeout, and when the periodic work is due
+	// (timers.go)
 	timers timerQueue
-	armed  [timerKinds]time.Time
 
 	partition partitionAlarm // partition.go
 	holes     holeAsks       // asks for the members rumors missed (repair.go)
@@ -316,19 +310,19 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 		m.scheduleNextProbe(now)
 		m.scheduleHeartbeats(now)
 	} else {
-		m.nextProbe = now.Add(m.jitter(cfg.ProbeInterval))
+		m.timers.due[timerProbe] = now.Add(m.jitter(cfg.ProbeInterval))
 	}
-	m.nextGossip = now
+	m.timers.due[timerGossip] = now
 	// Sequence numbers start at a random point, so that a stranger cannot
 	// answer probes it never saw by spraying small numbers.
 	m.seq = m.rng.Uint32()
 	m.relayTokens = maxRelayBurst
 	m.relayTokensAt = now
 	if cfg.PushPullInterval > 0 {
-		m.nextPushPull = now.Add(cfg.PushPullInterval/2 + m.jitter(cfg.PushPullInterval))
+		m.timers.due[timerPushPull] = now.Add(cfg.PushPullInterval/2 + m.jitter(cfg.PushPullInterval))
 	}
 	if cfg.ReconnectInterval > 0 {
-		m.nextReconnect = now.Add(m.jitter(cfg.ReconnectInterval) + cfg.ReconnectInterval/2)
+		m.timers.due[timerReconnect] = now.Add(m.jitter(cfg.ReconnectInterval) + cfg.ReconnectInterval/2)
 	}
 }
 
@@ -693,9 +687,8 @@ func (m *Machine) queueDelta(name string, msg wire.Message, lazy bool) *broadcas
 		// Otherwise each hop of a suspicion would wait half a round on
 		// average, and the members that hear of it last would decide
 		// hundreds of milliseconds after the others.
-		if at := m.lastMemberGossip.Add(m.cfg.GossipInterval); at.Before(m.nextGossip) {
-			m.nextGossip = at
-			m.armAt(timerGossip, at)
+		if at := m.lastMemberGossip.Add(m.cfg.GossipInterval); at.Before(m.timers.due[timerGossip]) {
+			m.schedule(timerGossip, at)
 		}
 	}
 	b := m.bq.queue(name, frame)

@@ -106,7 +106,7 @@ func (m *Machine) ringMoved(now time.Time) {
 	if t := m.alignedTarget(r); t == nil || m.roundTime(r, t).Before(now) {
 		m.probeRound++ // its phase in this round is past
 	}
-	m.nextProbe = m.roundTime(m.probeRound, m.alignedTarget(m.probeRound))
+	m.timers.due[timerProbe] = m.roundTime(m.probeRound, m.alignedTarget(m.probeRound))
 }
 
 // stableRoundsToPair is how many rounds after its ring changed a member
@@ -220,7 +220,7 @@ func (m *Machine) scheduleHeartbeats(now time.Time) {
 	if !m.roundTime(m.beatRound, m.self).After(now) {
 		m.beatRound++
 	}
-	m.nextBeat = m.roundTime(m.beatRound, m.self)
+	m.timers.due[timerHeartbeat] = m.roundTime(m.beatRound, m.self)
 	m.planChecks(m.beatRound)
 }
 
@@ -231,14 +231,14 @@ func (m *Machine) scheduleHeartbeats(now time.Time) {
 // after a change is planned in the round before it, except while a storm
 // holds pairing off: then it sleeps until the round before pairFrom.
 func (m *Machine) tickHeartbeat(now time.Time) {
-	if now.Before(m.nextBeat) {
+	if now.Before(m.timers.due[timerHeartbeat]) {
 		return
 	}
 	if m.roundOf(now) > m.beatRound {
 		// We were not running for the rest of the round (a pause), or
 		// pairing has just become possible: start again from now.
 		m.scheduleHeartbeats(now)
-		if now.Before(m.nextBeat) {
+		if now.Before(m.timers.due[timerHeartbeat]) {
 			return
 		}
 	}
@@ -252,7 +252,7 @@ func (m *Machine) tickHeartbeat(now time.Time) {
 		// pairFrom only moves later, so the wake-up is never late.
 		m.beatRound = m.pairFrom - 1
 	}
-	m.nextBeat = m.roundTime(m.beatRound, m.self)
+	m.timers.due[timerHeartbeat] = m.roundTime(m.beatRound, m.self)
 	m.planChecks(m.beatRound)
 }
 

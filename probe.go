@@ -67,7 +67,7 @@ func (m *Machine) nextSeq() uint32 {
 // tickProbe starts the next probe when it is due (timerProbe). The probe's
 // own timers start its indirect phase and judge it.
 func (m *Machine) tickProbe(now time.Time) {
-	if m.self.state() != StateAlive || now.Before(m.nextProbe) {
+	if m.self.state() != StateAlive || now.Before(m.timers.due[timerProbe]) {
 		return
 	}
 	if m.cfg.AlignedProbing && m.roundOf(now) > m.probeRound+1 {
@@ -111,11 +111,11 @@ func (m *Machine) startProbe(target *memberState, start time.Time) {
 // unhealthy member probes less often, skipping health-score rounds.
 func (m *Machine) scheduleNextProbe(now time.Time) {
 	if !m.cfg.AlignedProbing {
-		m.nextProbe = now.Add(m.scaled(m.cfg.ProbeInterval))
+		m.timers.due[timerProbe] = now.Add(m.scaled(m.cfg.ProbeInterval))
 		return
 	}
 	m.probeRound += int64(m.health + 1)
-	m.nextProbe = m.roundTime(m.probeRound, m.alignedTarget(m.probeRound))
+	m.timers.due[timerProbe] = m.roundTime(m.probeRound, m.alignedTarget(m.probeRound))
 }
 
 func (m *Machine) findProbe(seq uint32) *probeRound {

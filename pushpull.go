@@ -359,9 +359,8 @@ func (m *Machine) scheduleFollowUps(now time.Time) {
 		return
 	}
 	m.joinFollowUps = joinFollowUps
-	if soon := now.Add(m.cfg.ProbeInterval/8 + m.jitter(m.cfg.ProbeInterval/8)); soon.Before(m.nextPushPull) {
-		m.nextPushPull = soon
-		m.armAt(timerPushPull, soon)
+	if soon := now.Add(m.cfg.ProbeInterval/8 + m.jitter(m.cfg.ProbeInterval/8)); soon.Before(m.timers.due[timerPushPull]) {
+		m.schedule(timerPushPull, soon)
 	}
 }
 
@@ -370,16 +369,16 @@ const joinFollowUps = 3
 
 // tickPushPull runs the periodic anti-entropy exchange with a random member.
 func (m *Machine) tickPushPull(now time.Time) {
-	if m.cfg.PushPullInterval <= 0 || now.Before(m.nextPushPull) {
+	if m.cfg.PushPullInterval <= 0 || now.Before(m.timers.due[timerPushPull]) {
 		return
 	}
 	iv := m.pushPullInterval()
-	m.nextPushPull = now.Add(iv/2 + m.jitter(iv))
+	m.timers.due[timerPushPull] = now.Add(iv/2 + m.jitter(iv))
 	if m.joinFollowUps > 0 {
 		m.joinFollowUps--
 		if m.joinFollowUps > 0 {
 			gap := m.cfg.ProbeInterval / 2 << (joinFollowUps - m.joinFollowUps)
-			m.nextPushPull = now.Add(gap + m.jitter(gap))
+			m.timers.due[timerPushPull] = now.Add(gap + m.jitter(gap))
 		}
 	}
 	if m.self.state() != StateAlive {
@@ -423,10 +422,10 @@ const reconnectFanout = 8
 // alone, the seeds) with a push-pull. If a partition caused the deaths, the
 // exchange succeeds once it heals and the two views merge again.
 func (m *Machine) tickReconnect(now time.Time) {
-	if m.cfg.ReconnectInterval <= 0 || now.Before(m.nextReconnect) {
+	if m.cfg.ReconnectInterval <= 0 || now.Before(m.timers.due[timerReconnect]) {
 		return
 	}
-	m.nextReconnect = now.Add(m.cfg.ReconnectInterval/2 + m.jitter(m.cfg.ReconnectInterval))
+	m.timers.due[timerReconnect] = now.Add(m.cfg.ReconnectInterval/2 + m.jitter(m.cfg.ReconnectInterval))
 	if m.self.state() != StateAlive {
 		return
 	}

@@ -77,15 +77,24 @@ func (a *timer) before(b *timer) bool {
 // built on container/heap so that pushing a timer, a value, allocates
 // nothing beyond the slice's growth.
 type timerQueue struct {
-	h     []timer
-	armed uint64 // timers armed so far: the next order
+	h      []timer
+	pushed uint64 // timers pushed so far: the next order
+
+	// armed is the time the one entry of each singleton kind is armed
+	// for, its token (zero: none is queued); due is when the work of each
+	// periodic kind is next due. The entry may be armed earlier than the
+	// work is due (firing early is harmless: the handler checks due and
+	// the timer is armed again), or dropped while the work is not wanted
+	// and armed again at due once it is (armPeriodic).
+	armed [timerKinds]time.Time
+	due   [timerKinds]time.Time
 }
 
 func (q *timerQueue) len() int { return len(q.h) }
 
 func (q *timerQueue) push(t timer) {
-	t.order = q.armed
-	q.armed++
+	t.order = q.pushed
+	q.pushed++
 	q.h = append(q.h, t)
 	for i := len(q.h) - 1; i > 0; {
 		parent := (i - 1) / 2
@@ -133,109 +142,165 @@ func (m *Machine) after(at time.Time, kind timerKind, key, inc uint64, name stri
 // no later than that: firing early is harmless, every singleton's handler
 // checks what is due and arms again.
 func (m *Machine) armAt(kind timerKind, at time.Time) {
-	if cur := m.armed[kind]; !cur.IsZero() && !cur.After(at) {
+	if cur := m.timers.armed[kind]; !cur.IsZero() && !cur.After(at) {
 		return
 	}
-	m.armed[kind] = at
+	m.timers.armed[kind] = at
 	m.timers.push(timer{at: at, kind: kind})
 }
 
+// schedule sets when the periodic work of kind is next due and arms its
+// timer for then, for work that became due sooner than planned.
+func (m *Machine) schedule(kind timerKind, at time.Time) {
+	m.timers.due[kind] = at
+	m.armAt(kind, at)
+}
+
+// timerSpec is what one kind of timer is: the table below holds the whole
+// behaviour of each kind, so a new kind is a constant and an entry.
+type timerSpec struct {
+	// singleton: at most one current entry, armed with armAt, whose token
+	// is the time it is armed for; otherwise an instance timer, armed with
+	// after, whose tokens current checks.
+	singleton bool
+	// periodic (singletons only): the work recurs at timers.due; wanted
+	// says whether it is possible now. A periodic timer whose work is not
+	// possible is dropped rather than woken for nothing, and armed again
+	// once it is (armPeriodic).
+	periodic bool
+	wanted   func(m *Machine) bool
+	// current (instance timers only) reports whether the entry still
+	// stands for pending work, by its tokens.
+	current func(m *Machine, t *timer) bool
+	// fire does the work of a current timer.
+	fire func(m *Machine, now time.Time, t *timer)
+}
+
+// timerSpecs is the behaviour of every kind of timer. It is filled in
+// init because the handlers it names arm timers in turn.
+var timerSpecs [timerKinds]timerSpec
+
+func init() {
+	alive := func(m *Machine) bool { return m.self.state() == StateAlive }
+	relay := func(m *Machine, t *timer) *relay { return m.relays[uint32(t.key)] }
+	check := func(m *Machine, t *timer) *finalCheck { return m.finalChecks[uint32(t.key)] }
+	timerSpecs = [timerKinds]timerSpec{
+		timerRelayNack: {
+			current: func(m *Machine, t *timer) bool { rl := relay(m, t); return rl != nil && !rl.nacked },
+			fire:    func(m *Machine, _ time.Time, t *timer) { m.relayNack(relay(m, t)) },
+		},
+		timerRelayExpire: {
+			current: func(m *Machine, t *timer) bool { return relay(m, t) != nil },
+			fire:    func(m *Machine, _ time.Time, t *timer) { delete(m.relays, uint32(t.key)) },
+		},
+		timerProbeTimeout: {
+			current: func(m *Machine, t *timer) bool { p := m.findProbe(uint32(t.key)); return p != nil && !p.indirect },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.startIndirect(now, m.findProbe(uint32(t.key))) },
+		},
+		timerProbeEnd: {
+			current: func(m *Machine, t *timer) bool { return m.findProbe(uint32(t.key)) != nil },
+			fire: func(m *Machine, now time.Time, t *timer) {
+				p := m.findProbe(uint32(t.key))
+				m.removeProbe(p)
+				m.probeEnded(now, t.at, p)
+			},
+		},
+		timerPairCheck: {
+			current: func(m *Machine, t *timer) bool { return m.pairCheckPending(uint32(t.key), int64(t.inc)) },
+			fire:    func(m *Machine, _ time.Time, t *timer) { m.checkPartner(uint32(t.key), int64(t.inc)) },
+		},
+		timerProbe: {
+			singleton: true, periodic: true,
+			wanted: func(m *Machine) bool { return alive(m) && m.probingIn(m.probeRound) },
+			fire:   func(m *Machine, now time.Time, _ *timer) { m.tickProbe(now) },
+		},
+		timerHeartbeat: {
+			singleton: true, periodic: true,
+			wanted: func(m *Machine) bool { return alive(m) && m.pairable() },
+			fire:   func(m *Machine, now time.Time, _ *timer) { m.tickHeartbeat(now) },
+		},
+		timerCheckExpire: {
+			current: func(m *Machine, t *timer) bool { fc := check(m, t); return fc != nil && fc.gen == t.inc },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.expireCheck(now, t.at, check(m, t)) },
+		},
+		timerCheckRetry: {
+			current: func(m *Machine, t *timer) bool { fc := check(m, t); return fc != nil && fc.gen == t.inc && !fc.retried },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.retryCheck(now, t.at, check(m, t)) },
+		},
+		timerSuspicion: {
+			current: func(m *Machine, t *timer) bool {
+				s := m.suspicions[t.name]
+				return s != nil && s.incarnation == t.inc && s.deadline.Equal(t.at)
+			},
+			fire: func(m *Machine, now time.Time, t *timer) { m.expireSuspicion(now, m.suspicions[t.name]) },
+		},
+		timerGossip: {
+			singleton: true, periodic: true,
+			wanted: func(m *Machine) bool {
+				return m.cfg.GossipInterval > 0 && m.bq.Len()+m.uq.Len() > 0 && m.gossipTargets() > 0
+			},
+			fire: func(m *Machine, now time.Time, _ *timer) { m.tickGossip(now) },
+		},
+		timerPushPull: {
+			singleton: true, periodic: true,
+			wanted: func(m *Machine) bool { return alive(m) && m.cfg.PushPullInterval > 0 && m.numOthers() > 0 },
+			fire:   func(m *Machine, now time.Time, _ *timer) { m.tickPushPull(now) },
+		},
+		timerReconnect: {
+			singleton: true, periodic: true,
+			wanted: func(m *Machine) bool { return alive(m) && m.reconnectWanted() },
+			fire:   func(m *Machine, now time.Time, _ *timer) { m.tickReconnect(now) },
+		},
+		timerReap:       {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.reap(now) }},
+		timerTombs:      {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.expireTombs(now) }},
+		timerSeeds:      {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.expireSeeds(now) }},
+		timerHeardSweep: {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.sweepHeard(now) }},
+		timerMerge:      {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.tickMerges(now) }},
+		timerStream: {
+			current: func(m *Machine, t *timer) bool { _, ok := m.streams[t.key]; return ok },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.expireStream(now, t.key) },
+		},
+		timerUserPing: {
+			current: func(m *Machine, t *timer) bool { return m.userPings[uint32(t.key)] != nil },
+			fire:    func(m *Machine, _ time.Time, t *timer) { m.expirePing(uint32(t.key)) },
+		},
+		timerConflictCheck: {
+			current: func(m *Machine, t *timer) bool { _, ok := m.conflictChecks[uint32(t.key)]; return ok },
+			fire:    func(m *Machine, _ time.Time, t *timer) { delete(m.conflictChecks, uint32(t.key)) },
+		},
+		timerHoleAsk: {
+			current: func(m *Machine, t *timer) bool { d, ok := m.holes.deferred[t.name]; return ok && d.due.Equal(t.at) },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.askDeferredHole(now, t.name) },
+		},
+	}
+}
+
 // armPeriodic arms the periodic timers whose work has become possible since
-// they last fired or were dropped (see wanted). One that is armed stays as
-// it is: whatever moves a periodic deadline earlier (gossipNow,
-// scheduleFollowUps) arms it itself.
+// they last fired or were dropped (see timerSpec.wanted). One that is armed
+// stays as it is: whatever moves a periodic deadline earlier (schedule)
+// arms it itself.
 func (m *Machine) armPeriodic() {
-	if m.armed[timerProbe].IsZero() && m.wanted(timerProbe) {
-		m.armAt(timerProbe, m.nextProbe)
-	}
-	if m.armed[timerHeartbeat].IsZero() && m.wanted(timerHeartbeat) {
-		m.armAt(timerHeartbeat, m.nextBeat)
-	}
-	if m.armed[timerGossip].IsZero() && m.wanted(timerGossip) {
-		m.armAt(timerGossip, m.nextGossip)
-	}
-	if m.armed[timerPushPull].IsZero() && m.wanted(timerPushPull) {
-		m.armAt(timerPushPull, m.nextPushPull)
-	}
-	if m.armed[timerReconnect].IsZero() && m.wanted(timerReconnect) {
-		m.armAt(timerReconnect, m.nextReconnect)
+	for kind := range timerKinds {
+		spec := &timerSpecs[kind]
+		if spec.periodic && m.timers.armed[kind].IsZero() && spec.wanted(m) {
+			m.armAt(kind, m.timers.due[kind])
+		}
 	}
 }
 
-// wanted reports whether the work of a periodic timer is possible now:
-// probing while alive, gossip while there is news and someone to tell,
-// push-pull while there is a peer, reconnect while there is someone to
-// reconnect to. A periodic timer whose work is not possible is dropped
-// rather than woken for nothing, and armed again once it is.
-func (m *Machine) wanted(kind timerKind) bool {
-	alive := m.self.state() == StateAlive
-	switch kind {
-	case timerProbe:
-		return alive && m.probingIn(m.probeRound)
-	case timerHeartbeat:
-		return alive && m.pairable()
-	case timerGossip:
-		return m.cfg.GossipInterval > 0 && m.bq.Len()+m.uq.Len() > 0 && m.gossipTargets() > 0
-	case timerPushPull:
-		return alive && m.cfg.PushPullInterval > 0 && m.numOthers() > 0
-	case timerReconnect:
-		return alive && m.reconnectWanted()
-	}
-	return true
-}
-
-// singleton reports whether timers of kind are singletons, armed with
-// armAt.
-func singleton(kind timerKind) bool {
-	switch kind {
-	case timerProbe, timerHeartbeat, timerGossip, timerPushPull, timerReconnect, timerReap,
-		timerTombs, timerSeeds, timerHeardSweep, timerMerge:
-		return true
-	}
-	return false
-}
-
-// current reports whether t still stands for pending work, by its tokens.
+// current reports whether t still stands for pending work: an instance
+// timer by its tokens, a singleton by the time it is armed for, and a
+// periodic one only while its work is possible (else it is dropped).
 func (m *Machine) current(t *timer) bool {
-	switch t.kind {
-	case timerRelayNack:
-		rl := m.relays[uint32(t.key)]
-		return rl != nil && !rl.nacked
-	case timerRelayExpire:
-		return m.relays[uint32(t.key)] != nil
-	case timerProbeTimeout:
-		p := m.findProbe(uint32(t.key))
-		return p != nil && !p.indirect
-	case timerProbeEnd:
-		return m.findProbe(uint32(t.key)) != nil
-	case timerPairCheck:
-		return m.pairCheckPending(uint32(t.key), int64(t.inc))
-	case timerCheckExpire:
-		fc := m.finalChecks[uint32(t.key)]
-		return fc != nil && fc.gen == t.inc
-	case timerCheckRetry:
-		fc := m.finalChecks[uint32(t.key)]
-		return fc != nil && fc.gen == t.inc && !fc.retried
-	case timerSuspicion:
-		s := m.suspicions[t.name]
-		return s != nil && s.incarnation == t.inc && s.deadline.Equal(t.at)
-	case timerStream:
-		_, ok := m.streams[t.key]
-		return ok
-	case timerUserPing:
-		return m.userPings[uint32(t.key)] != nil
-	case timerConflictCheck:
-		_, ok := m.conflictChecks[uint32(t.key)]
-		return ok
-	case timerHoleAsk:
-		d, ok := m.holes.deferred[t.name]
-		return ok && d.due.Equal(t.at)
+	spec := &timerSpecs[t.kind]
+	if !spec.singleton {
+		return spec.current(m, t)
 	}
-	if !singleton(t.kind) || !m.armed[t.kind].Equal(t.at) {
+	if !m.timers.armed[t.kind].Equal(t.at) {
 		return false
 	}
-	if !m.wanted(t.kind) {
-		m.armed[t.kind] = time.Time{}
+	if spec.periodic && !spec.wanted(m) {
+		m.timers.armed[t.kind] = time.Time{}
 		return false
 	}
 	return true
@@ -262,67 +327,15 @@ func (m *Machine) Tick(now time.Time) {
 		if !m.current(&t) {
 			continue
 		}
-		if singleton(t.kind) {
-			m.armed[t.kind] = time.Time{}
+		if timerSpecs[t.kind].singleton {
+			m.timers.armed[t.kind] = time.Time{}
 		}
-		m.fire(now, &t)
+		timerSpecs[t.kind].fire(m, now, &t)
 	}
 	// A large merge applies one slice per Tick: the next is armed for now
 	// after the loop, so that it waits for the next call instead of
 	// running in this one.
 	if len(m.merges) > 0 {
 		m.armAt(timerMerge, now)
-	}
-}
-
-// fire does the work of a current timer.
-func (m *Machine) fire(now time.Time, t *timer) {
-	switch t.kind {
-	case timerRelayNack:
-		m.relayNack(m.relays[uint32(t.key)])
-	case timerRelayExpire:
-		delete(m.relays, uint32(t.key))
-	case timerProbeTimeout:
-		m.startIndirect(now, m.findProbe(uint32(t.key)))
-	case timerProbeEnd:
-		p := m.findProbe(uint32(t.key))
-		m.removeProbe(p)
-		m.probeEnded(now, t.at, p)
-	case timerPairCheck:
-		m.checkPartner(uint32(t.key), int64(t.inc))
-	case timerProbe:
-		m.tickProbe(now)
-	case timerHeartbeat:
-		m.tickHeartbeat(now)
-	case timerCheckExpire:
-		m.expireCheck(now, t.at, m.finalChecks[uint32(t.key)])
-	case timerCheckRetry:
-		m.retryCheck(now, t.at, m.finalChecks[uint32(t.key)])
-	case timerSuspicion:
-		m.expireSuspicion(now, m.suspicions[t.name])
-	case timerGossip:
-		m.tickGossip(now)
-	case timerPushPull:
-		m.tickPushPull(now)
-	case timerReconnect:
-		m.tickReconnect(now)
-	case timerReap:
-		m.reap(now)
-	case timerTombs:
-		m.expireTombs(now)
-	case timerSeeds:
-		m.expireSeeds(now)
-	case timerHoleAsk:
-		m.askDeferredHole(now, t.name)
-	case timerHeardSweep:
-		m.sweepHeard(now)
-	case timerMerge:
-		m.tickMerges(now)
-	case timerStream:
-		m.expireStream(now, t.key)
-	case timerUserPing:
-		m.expirePing(uint32(t.key))
-	case timerConflictCheck:
-		delete(m.conflictChecks, uint32(t.key))
 	}
 }

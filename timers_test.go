@@ -19,7 +19,7 @@ func TestTimerQueueOrder(t *testing.T) {
 	for range 500 {
 		tm := timer{at: mtStart.Add(time.Duration(rng.IntN(20)) * time.Millisecond), kind: timerKind(rng.IntN(int(timerKinds)))}
 		q.push(tm)
-		tm.order = q.armed - 1
+		tm.order = q.pushed - 1
 		in = append(in, tm)
 	}
 	var prev *timer
@@ -43,8 +43,8 @@ func TestAnsweredTimersLeaveNoDeadline(t *testing.T) {
 	h.joinPeers(3, 1)
 	periodic := func() time.Time {
 		// The earliest of the periodic timers, which stay armed.
-		d := h.m.nextProbe
-		for _, at := range []time.Time{h.m.nextPushPull, h.m.nextReconnect} {
+		d := h.m.timers.due[timerProbe]
+		for _, at := range []time.Time{h.m.timers.due[timerPushPull], h.m.timers.due[timerReconnect]} {
 			if !at.IsZero() && at.Before(d) {
 				d = at
 			}
