@@ -15,26 +15,14 @@ import (
 
 // Config configures a member. Start from DefaultLANConfig, DefaultWANConfig or
 // DefaultLocalConfig and change what you need; New calls Validate.
+//
+// The fields come in two parts: first what the protocol reads, which a
+// Machine uses whoever drives it; then, from BindAddr on, what only
+// Memberlist reads (sockets, keys, buffers, callbacks, logging).
 type Config struct {
 	// Name identifies this member in the cluster; it must be unique and at
 	// most 255 bytes. Default: the host name.
 	Name string
-
-	// BindAddr is the IP address to listen on (UDP and TCP share one port).
-	// Default "0.0.0.0".
-	BindAddr string
-	// BindPort is the port to listen on; 0 picks a free port, which
-	// LocalMember then reports. Default 7946.
-	BindPort int
-	// AdvertiseAddr and AdvertisePort are the address peers use to reach
-	// this member when it differs from the bind address (NAT, 0.0.0.0).
-	// Empty and 0 mean: derive from the bound socket.
-	AdvertiseAddr string
-	AdvertisePort int
-
-	// Transport carries packets and streams. Nil means a NetTransport on
-	// BindAddr:BindPort.
-	Transport Transport
 
 	// Meta is this member's initial metadata, gossiped in alive messages;
 	// change it later with Memberlist.UpdateMeta.
@@ -118,9 +106,6 @@ type Config struct {
 	// BroadcastQueueLimit bounds the pending deltas; past it the deltas
 	// sent most often are dropped (and counted). Default 4096.
 	BroadcastQueueLimit int
-	// MaxConcurrentStreams bounds inbound and outbound TCP exchanges in
-	// flight; more are refused (and counted). Default 32.
-	MaxConcurrentStreams int
 	// AlignedProbing numbers probe rounds from the clock and has every
 	// member probe the member r places after it on a shared ring in round r,
 	// so that (while views agree) every member is probed exactly once per
@@ -196,10 +181,6 @@ type Config struct {
 	// current incarnation. Default true.
 	TCPChecks bool
 
-	// EventBuffer bounds the events waiting for the Events handler; past it
-	// events are dropped, counted and logged. Default 1024.
-	EventBuffer int
-
 	// MaxMembers bounds the member table (live, suspect, and dead or left
 	// members not yet forgotten, this one included). A member never heard
 	// of before is refused once the table holds this many, and counted
@@ -220,6 +201,110 @@ type Config struct {
 	// 4·MaxStreamBytes together; one that would take them over is refused
 	// (StreamsOverBudget).
 	MaxStreamBytes int
+
+	// Label names the cluster. It travels in every packet and stream, and
+	// is bound into the AES-GCM associated data when encryption is on, so
+	// members of two clusters that share a network (or a key) never merge:
+	// traffic with another label, or none, is dropped and counted. At most
+	// 255 bytes. Default "": no label (and no label accepted).
+	Label string
+
+	// Admit, if set, is asked about each member never seen before, as it
+	// announced itself (name, address, metadata, versions), before it
+	// enters this member's table: an error refuses it, counted
+	// (Stats.AdmissionsRefused), and news of it is refused again each
+	// time it comes. Use it to keep out members of a wrong version or with
+	// wrong metadata (memberlist's AliveDelegate). It runs inside the
+	// protocol, with the member's state locked: it must be quick, must not
+	// block and must not call Memberlist methods.
+	Admit func(Member) error
+	// AdmitJoin, if set, is asked about the whole view a join brings
+	// before it is merged: the seed's answer to this member's Join, and a
+	// joiner's request to this member (memberlist's MergeDelegate). An
+	// error refuses the join, counted (Stats.JoinsRefused): on the
+	// joining side Join fails for that seed, on the seed's side the
+	// joiner's does. The same rules as Admit apply.
+	AdmitJoin func(peers []Member) error
+
+	// PartitionShare, if above 0, raises EventPartitioned when the live
+	// members this one sees fall below this share of the most it saw
+	// within PartitionWindow, and EventPartitionHealed when they are back
+	// to that share of the count before the fall (Apache Geode's
+	// quorum-loss check). 0.5 suits a service that must stop serving on
+	// the minority side of a partition. Graceful leaves do not count as
+	// losses. Default 0: off.
+	PartitionShare float64
+	// PartitionWindow is how quickly the fall must happen to raise the
+	// alarm: a cluster shrinking more slowly raises nothing. Default 30 s,
+	// a few suspicion timeouts.
+	PartitionWindow time.Duration
+	// SelfEvents adds events about this member itself: EventSuspect when
+	// another member suspected it, EventLeave (State StateDead) when one
+	// declared it dead, each with the incarnation of the claim and
+	// followed by the EventAlive of its refutation. An application can
+	// tell from them that its peers saw it as failing (a pause, a slow
+	// network). Default false.
+	SelfEvents bool
+	// MaxMessageSize bounds a SendReliable payload, sent and received:
+	// a member refuses a larger one before reading it whole. 0 means 1
+	// MiB, or MaxStreamBytes less 1 KiB if that is smaller; more than
+	// that is refused by Validate.
+	MaxMessageSize int
+	// UserBroadcastLimit and UserBroadcastBytes bound the queue of
+	// applications' broadcasts waiting to be sent or relayed, in count and
+	// in bytes; past either, those sent most often are dropped, counted
+	// (UserBroadcastsDropped), and their origin's Broadcast learns it
+	// (ErrBroadcastDropped). Defaults 1024 and 1 MiB.
+	UserBroadcastLimit int
+	UserBroadcastBytes int
+	// Pings, if set, attaches the application's payload to this member's
+	// acks and hands it the payloads peers attach to theirs, with each
+	// round trip (memberlist's PingDelegate; network coordinates).
+	Pings PingDelegate
+	// Observer, if set, receives the protocol's measurements as they are
+	// taken: round trips, and how long each suspicion of a peer lasted
+	// and how it ended (package swimprom turns them into Prometheus
+	// histograms). Its methods are called with the member's state
+	// locked, and must be quick and never block (see Observer). Nil
+	// means none, at no cost.
+	Observer Observer
+	// MaxStateSize bounds the application state of one push-pull, sent and
+	// received: a LocalState over it is not sent, a peer's is not merged;
+	// both are counted and logged. 0 means 1 MiB, or half of
+	// MaxStreamBytes when that is set and smaller. A MaxStreamBytes of 0
+	// makes room for it.
+	MaxStateSize int
+
+	// The fields above are what the protocol reads: a Machine driven by
+	// any driver uses them (some the runtime reads too). The fields below
+	// are the runtime's alone: Memberlist reads them, and a Machine
+	// driven directly ignores them. TestConfigSeparatesCoreFromRuntime
+	// keeps this line where the code puts it.
+
+	// BindAddr is the IP address to listen on (UDP and TCP share one port).
+	// Default "0.0.0.0".
+	BindAddr string
+	// BindPort is the port to listen on; 0 picks a free port, which
+	// LocalMember then reports. Default 7946.
+	BindPort int
+	// AdvertiseAddr and AdvertisePort are the address peers use to reach
+	// this member when it differs from the bind address (NAT, 0.0.0.0).
+	// Empty and 0 mean: derive from the bound socket.
+	AdvertiseAddr string
+	AdvertisePort int
+
+	// Transport carries packets and streams. Nil means a NetTransport on
+	// BindAddr:BindPort.
+	Transport Transport
+
+	// MaxConcurrentStreams bounds inbound and outbound TCP exchanges in
+	// flight; more are refused (and counted). Default 32.
+	MaxConcurrentStreams int
+
+	// EventBuffer bounds the events waiting for the Events handler; past it
+	// events are dropped, counted and logged. Default 1024.
+	EventBuffer int
+
 	// MaxStreamsPerSource is the share of the MaxConcurrentStreams inbound
 	// stream slots that each source IP address is sure to get however many
 	// streams other addresses open (while no more than
@@ -257,12 +342,6 @@ type Config struct {
 	// time; see PlaintextMode. The zero value, PlaintextRefuse, is the only
 	// safe setting once every member holds the key: leave it there.
 	Plaintext PlaintextMode
-	// Label names the cluster. It travels in every packet and stream, and
-	// is bound into the AES-GCM associated data when encryption is on, so
-	// members of two clusters that share a network (or a key) never merge:
-	// traffic with another label, or none, is dropped and counted. At most
-	// 255 bytes. Default "": no label (and no label accepted).
-	Label string
 	// AllowedCIDRs, if not empty, lists the networks packets and streams
 	// may come from; traffic from any other source address is dropped and
 	// counted before it is decoded. Empty allows every source.
@@ -277,45 +356,9 @@ type Config struct {
 	// affected: use Keys for them.
 	StreamTLS *tls.Config
 
-	// Admit, if set, is asked about each member never seen before, as it
-	// announced itself (name, address, metadata, versions), before it
-	// enters this member's table: an error refuses it, counted
-	// (Stats.AdmissionsRefused), and news of it is refused again each
-	// time it comes. Use it to keep out members of a wrong version or with
-	// wrong metadata (memberlist's AliveDelegate). It runs inside the
-	// protocol, with the member's state locked: it must be quick, must not
-	// block and must not call Memberlist methods.
-	Admit func(Member) error
-	// AdmitJoin, if set, is asked about the whole view a join brings
-	// before it is merged: the seed's answer to this member's Join, and a
-	// joiner's request to this member (memberlist's MergeDelegate). An
-	// error refuses the join, counted (Stats.JoinsRefused): on the
-	// joining side Join fails for that seed, on the seed's side the
-	// joiner's does. The same rules as Admit apply.
-	AdmitJoin func(peers []Member) error
-
 	// Events receives membership events on a goroutine of its own, in order.
 	// Nil discards them.
 	Events EventHandler
-	// PartitionShare, if above 0, raises EventPartitioned when the live
-	// members this one sees fall below this share of the most it saw
-	// within PartitionWindow, and EventPartitionHealed when they are back
-	// to that share of the count before the fall (Apache Geode's
-	// quorum-loss check). 0.5 suits a service that must stop serving on
-	// the minority side of a partition. Graceful leaves do not count as
-	// losses. Default 0: off.
-	PartitionShare float64
-	// PartitionWindow is how quickly the fall must happen to raise the
-	// alarm: a cluster shrinking more slowly raises nothing. Default 30 s,
-	// a few suspicion timeouts.
-	PartitionWindow time.Duration
-	// SelfEvents adds events about this member itself: EventSuspect when
-	// another member suspected it, EventLeave (State StateDead) when one
-	// declared it dead, each with the incarnation of the claim and
-	// followed by the EventAlive of its refutation. An application can
-	// tell from them that its peers saw it as failing (a pause, a slow
-	// network). Default false.
-	SelfEvents bool
 	// Messages receives what other members send this one with
 	// SendBestEffort, SendReliable and Broadcast, on the goroutine that
 	// runs Events, in order with the events: a member's join is seen
@@ -326,18 +369,6 @@ type Config struct {
 	// past it they are dropped, counted (MessagesDropped) and logged.
 	// Default 1024.
 	MessageBuffer int
-	// MaxMessageSize bounds a SendReliable payload, sent and received:
-	// a member refuses a larger one before reading it whole. 0 means 1
-	// MiB, or MaxStreamBytes less 1 KiB if that is smaller; more than
-	// that is refused by Validate.
-	MaxMessageSize int
-	// UserBroadcastLimit and UserBroadcastBytes bound the queue of
-	// applications' broadcasts waiting to be sent or relayed, in count and
-	// in bytes; past either, those sent most often are dropped, counted
-	// (UserBroadcastsDropped), and their origin's Broadcast learns it
-	// (ErrBroadcastDropped). Defaults 1024 and 1 MiB.
-	UserBroadcastLimit int
-	UserBroadcastBytes int
 	// State, if set, exchanges the application's state with peers: its
 	// LocalState travels with every push-pull this member sends (joins,
 	// the periodic anti-entropy exchange and its replies), and what peers
@@ -346,23 +377,6 @@ type Config struct {
 	// goroutine of the exchange. Releases that know no application state
 	// skip it.
 	State StateDelegate
-	// Pings, if set, attaches the application's payload to this member's
-	// acks and hands it the payloads peers attach to theirs, with each
-	// round trip (memberlist's PingDelegate; network coordinates).
-	Pings PingDelegate
-	// Observer, if set, receives the protocol's measurements as they are
-	// taken: round trips, and how long each suspicion of a peer lasted
-	// and how it ended (package swimprom turns them into Prometheus
-	// histograms). Its methods are called with the member's state
-	// locked, and must be quick and never block (see Observer). Nil
-	// means none, at no cost.
-	Observer Observer
-	// MaxStateSize bounds the application state of one push-pull, sent and
-	// received: a LocalState over it is not sent, a peer's is not merged;
-	// both are counted and logged. 0 means 1 MiB, or half of
-	// MaxStreamBytes when that is set and smaller. A MaxStreamBytes of 0
-	// makes room for it.
-	MaxStateSize int
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
 }

@@ -501,6 +501,36 @@ var forbiddenTimeFuncs = map[string]bool{
 	"AfterFunc": true, "NewTimer": true, "NewTicker": true, "Tick": true,
 }
 
+// coreReach is every declaration the core's code can run or read: the
+// closure of the core's seeds over what they use, shared declarations
+// included. A type's fields and methods are not followed: the methods the
+// core calls are reached as calls, and a core type's fields are checked
+// with its file.
+func (l *layering) coreReach() map[types.Object]bool {
+	reach := map[types.Object]bool{}
+	var stack []types.Object
+	for obj := range l.decls {
+		if l.isCoreSeed(obj) {
+			reach[obj] = true
+			stack = append(stack, obj)
+		}
+	}
+	for len(stack) > 0 {
+		obj := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, isType := obj.(*types.TypeName); isType {
+			continue
+		}
+		for r := range l.decls[obj].refs {
+			if !reach[r] {
+				reach[r] = true
+				stack = append(stack, r)
+			}
+		}
+	}
+	return reach
+}
+
 // impurities lists what the core must not do (DESIGN.md, principle 1): a
 // core file may not import a package that does I/O or locking, and no
 // declaration the core's seeds reach, shared ones included, may read the
@@ -522,31 +552,7 @@ func (l *layering) impurities() []string {
 			}
 		}
 	}
-	reach := map[types.Object]bool{}
-	var stack []types.Object
-	for obj := range l.decls {
-		if l.isCoreSeed(obj) {
-			reach[obj] = true
-			stack = append(stack, obj)
-		}
-	}
-	for len(stack) > 0 {
-		obj := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if _, isType := obj.(*types.TypeName); isType {
-			// A type's fields and methods are not behaviour: the methods
-			// the core calls are reached as calls, and a core type's
-			// fields are checked with its file.
-			continue
-		}
-		for r := range l.decls[obj].refs {
-			if !reach[r] {
-				reach[r] = true
-				stack = append(stack, r)
-			}
-		}
-	}
-	for obj := range reach {
+	for obj := range l.coreReach() {
 		if _, isType := obj.(*types.TypeName); isType && l.fileLayer[l.decls[obj].file] != core {
 			continue
 		}
@@ -692,6 +698,14 @@ func (ml *Memberlist) peek() int { return ml.machine.numOthers() + len(ml.machin
 `})
 	require.Len(t, reach.crossings(), 2, "%q", reach.crossings())
 
+	// A Machine method reading a runtime field of Config puts it out of
+	// place.
+	cfgRead := loadLayering(t, ".", map[string]string{"readlogger.go": `package swim
+
+func (m *Machine) hasLogger() bool { return m.cfg.Logger != nil }
+`})
+	require.Equal(t, []string{"Logger is among the runtime's fields, but the core reads it"}, cfgRead.configSections())
+
 	mixed := loadLayering(t, ".", map[string]string{"both.go": `package swim
 
 func (m *Machine) both() int      { return 1 }
@@ -752,4 +766,61 @@ func TestDocLayerMap(t *testing.T) {
 	}
 	sort.Strings(exist)
 	require.Equal(t, exist, mentioned, "doc.go's layer map and the internal packages disagree")
+}
+
+// configSections checks Config's layout against the code: the fields
+// before the comment that says "The fields above are what the protocol
+// reads" must each be read by code the core runs, and the fields after it
+// by none. It returns the fields out of place.
+func (l *layering) configSections() []string {
+	cfg := l.pkg.Scope().Lookup("Config")
+	read := map[types.Object]bool{}
+	for obj := range l.coreReach() {
+		if _, isType := obj.(*types.TypeName); isType {
+			continue
+		}
+		if receiverName(obj) == "Config" && obj.Name() == "Validate" {
+			continue // it checks every field, whoever reads it
+		}
+		for _, node := range l.decls[obj].nodes {
+			ast.Inspect(node, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					if v, ok := l.info.Uses[id].(*types.Var); ok && v.IsField() && l.owner[v] == cfg {
+						read[v] = true
+					}
+				}
+				return true
+			})
+		}
+	}
+	spec := l.decls[cfg].nodes[0].(*ast.TypeSpec)
+	var marker token.Pos
+	for _, cg := range l.files[l.decls[cfg].file].Comments {
+		if cg.Pos() > spec.Pos() && cg.End() < spec.End() && strings.Contains(cg.Text(), "The fields above are what the protocol reads") {
+			marker = cg.Pos()
+		}
+	}
+	if marker == token.NoPos {
+		return []string{"Config has no comment dividing the protocol's fields from the runtime's"}
+	}
+	var out []string
+	for _, field := range spec.Type.(*ast.StructType).Fields.List {
+		for _, name := range field.Names {
+			obj := l.info.Defs[name]
+			switch before := name.Pos() < marker; {
+			case before && !read[obj]:
+				out = append(out, name.Name+" is among the protocol's fields, but the core never reads it")
+			case !before && read[obj]:
+				out = append(out, name.Name+" is among the runtime's fields, but the core reads it")
+			}
+		}
+	}
+	return out
+}
+
+// TestConfigSeparatesCoreFromRuntime: Config lists what the protocol
+// reads first and what only the runtime reads after, as the code uses
+// them, so a user driving a Machine knows which fields matter.
+func TestConfigSeparatesCoreFromRuntime(t *testing.T) {
+	require.Empty(t, thisPackage(t).configSections())
 }
