@@ -21,13 +21,16 @@ import (
 )
 
 // The layers of this package are derived from the code, not listed by
-// hand (doc.go, "Layers"). A declaration belongs to the core when it is a
-// method of the Machine (or of the machineState it embeds), or when every
-// declaration that uses it belongs to the core; it belongs to the runtime
-// likewise from the Memberlist's methods. Everything else (Config, Member,
-// the errors, helpers both use) is shared. A file that declares something
-// of the core is a core file, and one that declares something of the
-// runtime a runtime file; tests below hold the rules between them.
+// hand (doc.go, "Layers"). The core's seeds are the Machine, the
+// machineState it embeds and the Registry, their methods and their
+// constructors; the runtime's are the Memberlist, its methods and New.
+// Beyond its seeds, an unexported declaration belongs to a side when every
+// declaration that uses it does (a method goes with its type); exported
+// names are API, and with everything else (Config, Member, helpers both
+// use) shared. A file that declares something of the core is a core file,
+// one that declares something of the runtime a runtime file; the tests
+// below hold the rules between them, and `go test -run
+// TestNoFileMixesLayers -v` lists each layer's files.
 
 // layer is what a declaration or a file belongs to.
 type layer uint8
@@ -618,11 +621,6 @@ func TestNoFileMixesLayers(t *testing.T) {
 	t.Logf("core: %s", strings.Join(l.filesOf(core), " "))
 	t.Logf("runtime: %s", strings.Join(l.filesOf(runtimeLayer), " "))
 	t.Logf("shared: %s", strings.Join(l.filesOf(shared), " "))
-	if os.Getenv("LAYERS_DUMP") != "" {
-		for obj, d := range l.decls {
-			t.Logf("DECL %s %s %s", d.file, l.layer[obj], l.where(obj))
-		}
-	}
 }
 
 // TestRuntimeUsesCoreAPIOnly: no runtime or shared file uses an
