@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -20,8 +21,10 @@ import (
 // Machine uses whoever drives it; then, from BindAddr on, what only
 // Memberlist reads (sockets, keys, buffers, callbacks, logging).
 type Config struct {
-	// Name identifies this member in the cluster; it must be unique and at
-	// most 255 bytes. Default: the host name.
+	// Name identifies this member in the cluster; it must be unique, valid
+	// UTF-8 and at most 255 bytes. Members announced under a name that is
+	// not valid UTF-8 are not admitted (counted as PacketsDropped). Default:
+	// the host name.
 	Name string
 
 	// Meta is this member's initial metadata, gossiped in alive messages;
@@ -500,6 +503,8 @@ func (c *Config) Validate() error {
 		return bad("Name", "is empty")
 	case len(c.Name) > wire.MaxNameLen:
 		return bad("Name", fmt.Sprintf("is %d bytes, over %d", len(c.Name), wire.MaxNameLen))
+	case !utf8.ValidString(c.Name):
+		return bad("Name", "is not valid UTF-8")
 	case c.BindPort < 0 || c.BindPort > 65535:
 		return bad("BindPort", fmt.Sprintf("%d is not a port", c.BindPort))
 	case c.AdvertisePort < 0 || c.AdvertisePort > 65535:

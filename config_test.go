@@ -44,6 +44,7 @@ func TestConfigValidateRejects(t *testing.T) {
 	}{
 		{"empty Name", "Name", func(c *Config) { c.Name = "" }},
 		{"Name too long", "Name", func(c *Config) { c.Name = strings.Repeat("n", wire.MaxNameLen+1) }},
+		{"Name not valid UTF-8", "Name", func(c *Config) { c.Name = "node-\xff" }},
 		{"negative BindPort", "BindPort", func(c *Config) { c.BindPort = -1 }},
 		{"BindPort over 65535", "BindPort", func(c *Config) { c.BindPort = 65536 }},
 		{"AdvertisePort over 65535", "AdvertisePort", func(c *Config) { c.AdvertisePort = 70000 }},

@@ -3,6 +3,7 @@ package swim
 import (
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/swim-go/swim/internal/wire"
 )
@@ -151,6 +152,12 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		return
 	}
 	if s == nil {
+		if !utf8.ValidString(a.Name) {
+			// Two such names would print alike in logs and JSON, so
+			// operators could not tell the members apart.
+			m.stats.PacketsDropped++
+			return
+		}
 		if t := m.tombByName[a.Name]; t != nil && a.Incarnation <= t.inc && src != mergeReply && src != mergeJoin {
 			// News from before its death about a member we forgot: a
 			// replay, or a rumor that outlived it. A member really back

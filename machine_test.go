@@ -276,6 +276,8 @@ func TestMalformedMessages(t *testing.T) {
 	}{
 		{"alive with a bad address", &wire.Alive{Name: "x", Addr: []byte{1, 2, 3}, Incarnation: 1}},
 		{"alive without a name", &wire.Alive{Name: "", Addr: wire.EncodeAddr(mtPeerAddr(9)), Incarnation: 1}},
+		// Two invalid names would print alike ("\ufffd") in JSON and logs.
+		{"alive with a name not valid UTF-8", &wire.Alive{Name: "p\xff\xfe", Addr: wire.EncodeAddr(mtPeerAddr(9)), Incarnation: 1}},
 		{"alive with metadata over MaxMetaSize", &wire.Alive{Name: "x", Addr: wire.EncodeAddr(mtPeerAddr(9)), Incarnation: 1,
 			Meta: make([]byte, 513)}},
 		{"ping-req with a bad target address", &wire.PingReq{Seq: 1, Target: mtPeer(2), TargetAddr: []byte{9}, From: mtPeer(1)}},
@@ -402,4 +404,16 @@ func TestJoinFollowUpsStartWithTheSeed(t *testing.T) {
 		require.GreaterOrEqual(t, at[2]-at[1], 2*cfg.ProbeInterval, "then two to four")
 		require.LessOrEqual(t, at[2]-at[1], 4*cfg.ProbeInterval)
 	}
+}
+
+// TestInvalidNamesNotMerged: a push-pull's members whose names are not
+// valid UTF-8 are not admitted; the others are.
+func TestInvalidNamesNotMerged(t *testing.T) {
+	h := newMT(t, mtConfig())
+	bad := mtMember(7, StateAlive, 1)
+	bad.Name = "p\xc3\x28"
+	h.join(mtMember(1, StateAlive, 1), bad)
+	require.Equal(t, 2, h.m.NumMembers())
+	_, ok := h.m.Member(bad.Name)
+	require.False(t, ok)
 }
