@@ -372,6 +372,14 @@ type Config struct {
 	// past it they are dropped, counted (MessagesDropped) and logged.
 	// Default 1024.
 	MessageBuffer int
+	// MessageBufferBytes bounds the same messages by their payloads'
+	// bytes, so that a handler that falls behind on large messages costs
+	// at most this much memory. Past it a best-effort message or a
+	// broadcast is dropped as past MessageBuffer, and a reliable one is
+	// refused before it is acknowledged, so that its SendReliable fails
+	// and the sender can try again. 0 means 32 MiB, or MaxMessageSize if
+	// that is larger, so that one message of any allowed size fits.
+	MessageBufferBytes int
 	// State, if set, exchanges the application's state with peers: its
 	// LocalState travels with every push-pull this member sends (joins,
 	// the periodic anti-entropy exchange and its replies), and what peers
@@ -561,6 +569,11 @@ func (c *Config) Validate() error {
 		return bad("EventBuffer", "must be at least 1")
 	case c.MessageBuffer < 1:
 		return bad("MessageBuffer", "must be at least 1")
+	case c.MessageBufferBytes < 0:
+		return bad("MessageBufferBytes", "must not be negative")
+	case c.MessageBufferBytes > 0 && c.MessageBufferBytes < c.maxMessageSize():
+		return bad("MessageBufferBytes", fmt.Sprintf("is %d, under MaxMessageSize %d: a message of the allowed size would never fit",
+			c.MessageBufferBytes, c.maxMessageSize()))
 	case !(c.PartitionShare >= 0 && c.PartitionShare < 1):
 		return bad("PartitionShare", "must be in [0, 1)")
 	case c.PartitionShare > 0 && c.PartitionWindow <= 0:
@@ -702,6 +715,14 @@ func (c *Config) maxStateSize() int {
 		return min(1<<20, c.MaxStreamBytes/2)
 	}
 	return 1 << 20
+}
+
+// messageBufferBytes is MessageBufferBytes with 0 resolved (see there).
+func (c *Config) messageBufferBytes() int {
+	if c.MessageBufferBytes > 0 {
+		return c.MessageBufferBytes
+	}
+	return max(32<<20, c.maxMessageSize())
 }
 
 // maxMessageSize is MaxMessageSize with 0 resolved (see there).

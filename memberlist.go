@@ -146,9 +146,10 @@ type MemberlistStats struct {
 	// EventsDropped counts events discarded because EventBuffer events were
 	// already waiting for the Events handler.
 	EventsDropped uint64
-	// MessagesDropped counts application messages discarded because
-	// MessageBuffer messages were already waiting for the Messages
-	// handler; MessagesUnhandled those discarded for want of one.
+	// MessagesDropped counts application messages discarded, or reliable
+	// ones refused before their acknowledgement, because MessageBuffer
+	// messages or MessageBufferBytes of them were already waiting for the
+	// Messages handler; MessagesUnhandled those discarded for want of one.
 	MessagesDropped, MessagesUnhandled uint64
 	// StatesTooLarge counts LocalStates over MaxStateSize, not sent;
 	// StateMergeErrors the errors MergeRemoteState returned.

@@ -18,11 +18,12 @@ import (
 // so they keep the Machine's order), the dispatcher pops; wake (capacity
 // 1) tells the dispatcher there is work.
 type eventQueue struct {
-	mu       sync.Mutex
-	queue    fifo.Queue[delivery]
-	events   int // events in queue
-	messages int // messages in queue
-	wake     chan struct{}
+	mu           sync.Mutex
+	queue        fifo.Queue[delivery]
+	events       int // events in queue
+	messages     int // messages in queue
+	messageBytes int // their payloads' bytes
+	wake         chan struct{}
 }
 
 // delivery is one item for the dispatcher: an event, or a message when msg
@@ -44,7 +45,7 @@ func (ml *Memberlist) queueEvent(e Event) {
 	if ml.cfg.Events == nil {
 		return // no handler: nothing to deliver to
 	}
-	if !ml.events.push(delivery{event: e}, ml.cfg.EventBuffer) {
+	if !ml.events.push(delivery{event: e}, ml.cfg.EventBuffer, 0) {
 		ml.eventsDropped.Add(1)
 		if !ml.dropping {
 			ml.dropping = true
@@ -64,30 +65,40 @@ func (ml *Memberlist) queueMessage(msg Message) {
 		ml.messagesUnhandled.Add(1)
 		return
 	}
-	if !ml.events.push(delivery{msg: &msg}, ml.cfg.MessageBuffer) {
+	if !ml.events.push(delivery{msg: &msg}, ml.cfg.MessageBuffer, ml.cfg.messageBufferBytes()) {
 		ml.messagesDropped.Add(1)
 		if !ml.droppingMessages {
 			ml.droppingMessages = true
 			ml.logger.Warn("message buffer full, dropping messages; the Messages handler is too slow",
-				zap.Int("buffer", ml.cfg.MessageBuffer), zap.Stringer("kind", msg.Kind), zap.String("from", msg.From))
+				zap.Int("buffer", ml.cfg.MessageBuffer), zap.Int("buffer_bytes", ml.cfg.messageBufferBytes()),
+				zap.Stringer("kind", msg.Kind), zap.String("from", msg.From))
 		}
 		return
 	}
 	ml.droppingMessages = false
 }
 
-// push queues d unless limit items of its kind wait already, and wakes the
-// dispatcher; it reports whether d was queued.
-func (q *eventQueue) push(d delivery, limit int) bool {
+// push queues d unless limit items of its kind wait already or, for a
+// message, its payload would take the messages' bytes past byteLimit; it
+// wakes the dispatcher and reports whether d was queued. An event's bytes
+// need no bound of their own: its member's name and metadata are bounded.
+func (q *eventQueue) push(d delivery, limit, byteLimit int) bool {
 	q.mu.Lock()
-	count := &q.events
+	var full bool
 	if d.msg != nil {
-		count = &q.messages
+		full = q.messages >= limit || q.messageBytes+len(d.msg.Payload) > byteLimit
+		if !full {
+			q.messages++
+			q.messageBytes += len(d.msg.Payload)
+		}
+	} else {
+		full = q.events >= limit
+		if !full {
+			q.events++
+		}
 	}
-	full := *count >= limit
 	if !full {
 		q.queue.Push(d)
-		*count++
 	}
 	q.mu.Unlock()
 	if full {
@@ -102,6 +113,15 @@ func (q *eventQueue) push(d delivery, limit int) bool {
 	return true
 }
 
+// roomForMessage reports whether a message of n payload bytes would be
+// queued now. The caller holds Memberlist.mu, under which every message is
+// pushed, so the answer holds until it lets go.
+func (q *eventQueue) roomForMessage(n, limit, byteLimit int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.messages < limit && q.messageBytes+n <= byteLimit
+}
+
 func (q *eventQueue) pop() (delivery, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -109,6 +129,7 @@ func (q *eventQueue) pop() (delivery, bool) {
 	if ok {
 		if d.msg != nil {
 			q.messages--
+			q.messageBytes -= len(d.msg.Payload)
 		} else {
 			q.events--
 		}

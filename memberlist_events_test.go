@@ -80,3 +80,50 @@ func TestEventQueueBoundOrderAndMemory(t *testing.T) {
 		t.Fatal("event after the overflow not delivered")
 	}
 }
+
+// TestMessageQueueBoundedInBytes: messages waiting for a busy Messages
+// handler are bounded in bytes, not only in count: at the defaults, a
+// stream of 1 MiB messages holds at most MessageBufferBytes' 32 MiB, not
+// MessageBuffer's 1,024 of them (1 GiB); the rest are dropped and counted.
+func TestMessageQueueBoundedInBytes(t *testing.T) {
+	busy := make(chan struct{})
+	release := make(chan struct{})
+	cfg := DefaultLANConfig()
+	cfg.Messages = MessageFunc(func(Message) {
+		select {
+		case <-busy:
+		default:
+			close(busy)
+			<-release
+		}
+	})
+	ml := &Memberlist{
+		cfg:            *cfg,
+		logger:         zap.NewNop(),
+		events:         newEventQueue(),
+		stop:           make(chan struct{}),
+		dispatcherDone: make(chan struct{}),
+	}
+	go ml.dispatch()
+	defer func() {
+		close(release)
+		close(ml.stop)
+		<-ml.dispatcherDone
+	}()
+	payload := make([]byte, 1<<20)
+	ml.queueMessage(Message{Kind: MessageReliable, From: "m", Payload: payload})
+	select {
+	case <-busy:
+	case <-time.After(transportTestWait):
+		t.Fatal("the dispatcher did not deliver the first message")
+	}
+	const sent = 100
+	for range sent {
+		ml.queueMessage(Message{Kind: MessageReliable, From: "m", Payload: payload})
+	}
+	ml.events.mu.Lock()
+	waiting := ml.events.messages
+	ml.events.mu.Unlock()
+	require.LessOrEqual(t, waiting*len(payload), 32<<20, "more than 32 MiB of messages wait")
+	require.Equal(t, uint64(sent-waiting), ml.messagesDropped.Load())
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,4 +219,48 @@ func TestLocalStateOverLimitNotSent(t *testing.T) {
 	})
 	require.Positive(t, ms[1].Stats().StatesTooLarge)
 	require.False(t, small.has(strings.Repeat("k", 5000)))
+}
+
+// TestReliableRefusedWhenBufferFull: a receiver whose Messages handler is
+// stuck holds at most MessageBufferBytes of messages, and refuses the
+// reliable messages past it before acknowledging them, so the sender's
+// SendReliable fails instead of the message being lost after it; once the
+// handler catches up, the sender's next try is delivered.
+func TestReliableRefusedWhenBufferFull(t *testing.T) {
+	release := make(chan struct{})
+	var handled atomic.Int64
+	ms := startClusterWith(t, 2, func(i int, c *Config) {
+		if i == 1 {
+			c.Messages = MessageFunc(func(Message) {
+				<-release
+				handled.Add(1)
+			})
+		}
+	})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	payload := make([]byte, 1<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	var acked int
+	var err error
+	for acked = 0; acked < 48; acked++ {
+		if err = ms[0].SendReliable(ctx, "node-1", payload); err != nil {
+			break
+		}
+	}
+	require.Error(t, err, "48 MiB acknowledged by a stuck handler with the default 32 MiB buffer")
+	// 31 wait (the 32nd's request, its payload and header, is over the
+	// 32 MiB), and one more is acknowledged when the dispatcher had taken
+	// the first to the handler before the last arrived.
+	require.GreaterOrEqual(t, acked, 31)
+	require.LessOrEqual(t, acked, 32)
+	require.Equal(t, uint64(1), ms[1].Stats().MessagesDropped)
+
+	unblock()
+	require.Eventually(t, func() bool { return handled.Load() == int64(acked) }, formTimeout, pollEvery,
+		"every acknowledged message reaches the handler")
+	require.NoError(t, ms[0].SendReliable(ctx, "node-1", payload), "room again once the handler caught up")
+	require.Eventually(t, func() bool { return handled.Load() == int64(acked)+1 }, formTimeout, pollEvery)
 }

@@ -149,7 +149,13 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	}
 	var reply []byte
 	var handleErr error
-	if err := ml.input(func(now time.Time) { reply, handleErr = ml.machine.HandleStream(now, from, data) }); err != nil {
+	if err := ml.input(func(now time.Time) {
+		if wire.IsUser(data) && !ml.roomForReliable(len(data)) {
+			handleErr = errMessageBufferFull
+			return
+		}
+		reply, handleErr = ml.machine.HandleStream(now, from, data)
+	}); err != nil {
 		return err
 	}
 	if handleErr != nil {
@@ -169,6 +175,25 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 		return fmt.Errorf("write reply: %w", ctxErr(ml.ctx, err))
 	}
 	return nil
+}
+
+// errMessageBufferFull refuses a reliable message while the messages
+// waiting for the Messages handler fill MessageBuffer or
+// MessageBufferBytes: refused before it is acknowledged, it fails the
+// sender's SendReliable instead of being lost after it.
+var errMessageBufferFull = errors.New("swim: message buffer full, reliable message refused")
+
+// roomForReliable reports whether a reliable message whose request is n
+// bytes (its payload and a few more) would be queued for the Messages
+// handler; without a handler the Machine's delivery counts it as
+// unhandled, as any message. A refusal is counted as a dropped message.
+// The caller holds ml.mu.
+func (ml *Memberlist) roomForReliable(n int) bool {
+	if ml.cfg.Messages == nil || ml.events.roomForMessage(n, ml.cfg.MessageBuffer, ml.cfg.messageBufferBytes()) {
+		return true
+	}
+	ml.messagesDropped.Add(1)
+	return false
 }
 
 // addrPortOf converts a net.Addr to netip.AddrPort; the zero value when it
