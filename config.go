@@ -201,8 +201,10 @@ type Config struct {
 	// metadata and a long name, and the application's state (about 14 MiB
 	// at the LAN defaults), at most 32 MiB. The
 	// inbound requests being read or handled at once may hold
-	// 4·MaxStreamBytes together; one that would take them over is refused
-	// (StreamsOverBudget).
+	// 4·MaxStreamBytes together, and those of one source network (its /24,
+	// or /64 for IPv6) half of that, counted as their bytes arrive, not as
+	// their length headers announce them; a stream whose bytes would take
+	// either over is refused (StreamsOverBudget).
 	MaxStreamBytes int
 
 	// Label names the cluster. It travels in every packet and stream, and
@@ -309,11 +311,13 @@ type Config struct {
 	EventBuffer int
 
 	// MaxStreamsPerSource is the share of the MaxConcurrentStreams inbound
-	// stream slots that each source IP address is sure to get however many
-	// streams other addresses open (while no more than
-	// MaxConcurrentStreams/MaxStreamsPerSource addresses want slots at
-	// once), so that no single host can take every slot and keep the
-	// others out. The rule:
+	// stream slots that each source is sure to get however many streams
+	// other sources open (while no more than
+	// MaxConcurrentStreams/MaxStreamsPerSource sources want slots at
+	// once), so that no single host, nor one with many addresses of one
+	// network, can take every slot and keep the others out. A source is a
+	// network: the /24 of an IPv4 address (IPv4-mapped IPv6 ones taken as
+	// IPv4), the /64 of an IPv6 one; ports do not matter. The rule:
 	//
 	//   - While a slot is free, any stream takes it, whatever its address:
 	//     many members on one host (all one address, as in tests and
@@ -328,8 +332,7 @@ type Config struct {
 	//
 	// Refused and closed streams are counted (StreamsRefusedPerSource) and
 	// logged. A stream refused because every address holds no more than
-	// its share counts as StreamsRefused. Addresses are IP addresses,
-	// IPv4-mapped IPv6 ones taken as IPv4; ports do not matter. Default 4.
+	// its share counts as StreamsRefused. Default 4.
 	MaxStreamsPerSource int
 
 	// Keys is the keyring: AES keys of 16, 24 or 32 bytes (AES-128, -192,

@@ -248,7 +248,7 @@ func New(cfg *Config) (*Memberlist, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	refusals := ratelog.New(logger)
 	ml := &Memberlist{
-		inBytes:      byteBudget{total: int64(inboundBudgetStreams) * int64(c.maxStreamBytes())},
+		inBytes:      newByteBudget(int64(inboundBudgetStreams) * int64(c.maxStreamBytes())),
 		cfg:          c,
 		logger:       logger,
 		transport:    transport,

@@ -1,7 +1,6 @@
 package swim
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -31,7 +30,8 @@ const (
 	refusalInboundEvicted = "inbound stream closed to give its slot to a source under MaxStreamsPerSource"
 	refusalOutboundSlots  = "outbound stream, every slot in use (MaxConcurrentStreams)"
 	refusalTransportQueue = "accepted stream, Streams channel full (MaxConcurrentStreams)"
-	refusalOverBudget     = "inbound stream message over what inbound streams may hold at once (4·MaxStreamBytes)"
+	refusalOverBudget     = "inbound stream message over what inbound streams may hold at once (4·MaxStreamBytes, half of it per source network)"
+	refusalRequestStalled = "inbound stream stalled mid-request (no byte for the first-bytes timeout)"
 )
 
 // inboundBudgetStreams is how many MaxStreamBytes messages inbound
@@ -43,44 +43,75 @@ const inboundBudgetStreams = 4
 // streams over their byte budget.
 var errOverBudget = errors.New("inbound streams' byte budget exhausted")
 
-// byteBudget is the bytes the inbound requests being read or handled may
-// hold together. Safe for concurrent use.
-type byteBudget struct {
-	mu    sync.Mutex
-	total int64
-	used  int64
+// sourceNetwork is the network a stream's source address is counted in for
+// the inbound limits: its /24 for IPv4, its /64 for IPv6. A host usually
+// holds one address, but one attacker can hold many, and the addresses of
+// one network are cheap to it where those of many are not.
+func sourceNetwork(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := 64
+	if a.Is4() {
+		bits = 24
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		return netip.Prefix{} // the zero address of a custom transport: one source
+	}
+	return p
 }
 
-// take reserves n bytes, reporting false when they do not fit.
-func (b *byteBudget) take(n int) bool {
+// byteBudget is the bytes the inbound requests being read or handled hold
+// together, and per source network: the whole may hold total, one network
+// at most share. Bytes are taken as they arrive, not as a request's length
+// header announces them, so that a stream that announces much and sends
+// little, before anything of it can be authenticated, holds only what it
+// sent. Safe for concurrent use.
+type byteBudget struct {
+	mu       sync.Mutex
+	total    int64
+	share    int64
+	used     int64
+	bySource map[netip.Prefix]int64
+}
+
+func newByteBudget(total int64) byteBudget {
+	return byteBudget{total: total, share: total / 2, bySource: make(map[netip.Prefix]int64)}
+}
+
+// take reserves n bytes for src, reporting false when they do not fit.
+func (b *byteBudget) take(src netip.Prefix, n int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used+int64(n) > b.total {
+	if b.used+int64(n) > b.total || b.bySource[src]+int64(n) > b.share {
 		return false
 	}
 	b.used += int64(n)
+	b.bySource[src] += int64(n)
 	return true
 }
 
-func (b *byteBudget) give(n int) {
+// give returns n bytes src took.
+func (b *byteBudget) give(src netip.Prefix, n int) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.used -= int64(n)
-	b.mu.Unlock()
+	if b.bySource[src] -= int64(n); b.bySource[src] <= 0 {
+		delete(b.bySource, src)
+	}
 }
 
-// budgetReader passes a stream message through, reserving its announced
-// length from the budget once the length header has gone by; the read
-// fails when it does not fit (after wire.ReadStreamMessage's first small
-// buffer, never the announced length). A length over limit is left for
-// ReadStreamMessage to refuse.
+// budgetReader passes a stream message through, taking each byte of its
+// body from the budget as it arrives; the read fails when one does not
+// fit. The length header is left for wire.ReadStreamMessage to check
+// against MaxStreamBytes; it allocates as the body arrives too, so what a
+// stream holds is what it sent (up to twice that, as its buffer doubles).
 type budgetReader struct {
 	r      io.Reader
 	budget *byteBudget
-	limit  int
-	hdr    [wire.StreamHeaderLen]byte
-	got    int  // header bytes seen
+	src    netip.Prefix
+	header int  // header bytes still to pass
 	taken  int  // bytes reserved
-	over   bool // the reservation failed
+	over   bool // a reservation failed
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
@@ -88,27 +119,28 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 		return 0, errOverBudget
 	}
 	n, err := b.r.Read(p)
-	if b.got < len(b.hdr) {
-		b.got += copy(b.hdr[b.got:], p[:n])
-		if b.got == len(b.hdr) {
-			if want := int(binary.BigEndian.Uint32(b.hdr[:])); want <= b.limit {
-				if b.budget.take(want) {
-					b.taken = want
-				} else {
-					b.taken, b.over = want, true
-				}
-			}
+	body := n
+	if b.header > 0 {
+		h := min(b.header, n)
+		b.header -= h
+		body -= h
+	}
+	if body > 0 {
+		if !b.budget.take(b.src, body) {
+			b.over = true
+			return n, errOverBudget
 		}
+		b.taken += body
 	}
 	return n, err
 }
 
 // release returns the reservation; it may be called more than once.
 func (b *budgetReader) release() {
-	if b.taken > 0 && !b.over {
-		b.budget.give(b.taken)
+	if b.taken > 0 {
+		b.budget.give(b.src, b.taken)
 	}
-	b.taken, b.over = 0, false
+	b.taken = 0
 }
 
 // readStreamMessage reads one message from a stream, inbound request or
@@ -164,8 +196,9 @@ func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) (data []byt
 		first = deadline
 	}
 	_ = conn.SetReadDeadline(first)
-	r := &firstBytesReader{conn: conn, pending: wire.StreamHeaderLen, deadline: deadline}
-	b := &budgetReader{r: r, budget: &ml.inBytes, limit: ml.cfg.maxStreamBytes()}
+	r := &firstBytesReader{conn: conn, pending: wire.StreamHeaderLen, deadline: deadline, gap: wait}
+	src := sourceNetwork(addrPortOf(conn.RemoteAddr()).Addr())
+	b := &budgetReader{r: r, budget: &ml.inBytes, src: src, header: wire.StreamHeaderLen}
 	data, err = ml.readStreamMessage(b, conn.RemoteAddr())
 	if err != nil {
 		b.release()
@@ -173,15 +206,19 @@ func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) (data []byt
 	if errors.Is(err, errOverBudget) {
 		ml.streamsOverBudget.Add(1)
 		ml.refusals.Warn(refusalOverBudget,
-			zap.Stringer("from", conn.RemoteAddr()), zap.Int("announced", b.taken), zap.Int64("budget", ml.inBytes.total))
+			zap.Stringer("from", conn.RemoteAddr()), zap.Int("received", b.taken), zap.Int64("budget", ml.inBytes.total))
 	}
 	release = b.release
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		ml.streamsTimedOut.Add(1)
-		if r.pending > 0 {
+		switch {
+		case r.pending > 0:
 			ml.refusals.Warn(refusalFirstBytes,
 				zap.Stringer("from", conn.RemoteAddr()), zap.Duration("timeout", wait))
-		} else {
+		case r.gapArmed:
+			ml.refusals.Warn(refusalRequestStalled,
+				zap.Stringer("from", conn.RemoteAddr()), zap.Duration("timeout", wait))
+		default:
 			ml.refusals.Warn(refusalRequestLate,
 				zap.Stringer("from", conn.RemoteAddr()), zap.Duration("timeout", ml.cfg.StreamTimeout))
 		}
@@ -190,28 +227,38 @@ func (ml *Memberlist) readRequest(conn net.Conn, deadline time.Time) (data []byt
 }
 
 // firstBytesReader reads from conn under the first-bytes deadline until
-// the length header is in, then moves the read deadline to the exchange's.
+// the length header is in; after it, no read may wait longer than gap for
+// the next bytes (a minimum data rate: a stream that stalls mid-request
+// gives its slot back), nor past the exchange's deadline.
 type firstBytesReader struct {
 	conn     net.Conn
-	pending  int       // header bytes not received yet
-	deadline time.Time // the exchange's deadline
+	pending  int           // header bytes not received yet
+	deadline time.Time     // the exchange's deadline
+	gap      time.Duration // the longest wait for the next bytes after the header
+	gapArmed bool          // the read deadline in force is the gap's, not the exchange's
 }
 
 func (r *firstBytesReader) Read(p []byte) (int, error) {
+	if r.pending <= 0 {
+		next := time.Now().Add(r.gap)
+		r.gapArmed = next.Before(r.deadline)
+		if !r.gapArmed {
+			next = r.deadline
+		}
+		_ = r.conn.SetReadDeadline(next)
+	}
 	n, err := r.conn.Read(p)
 	if r.pending > 0 && n > 0 {
 		r.pending -= n
-		if r.pending <= 0 {
-			_ = r.conn.SetReadDeadline(r.deadline)
-		}
 	}
 	return n, err
 }
 
 // inboundSlots shares the MaxConcurrentStreams inbound stream slots among
-// source addresses (Config.MaxStreamsPerSource). While slots are free,
-// anyone takes one: a cluster of many members on one host, all one
-// address, is never refused for its address. Once every slot is taken, a
+// sources (Config.MaxStreamsPerSource), a source being a network
+// (sourceNetwork): an attacker with many addresses of one network is one
+// source. While slots are free, anyone takes one: a cluster of many
+// members on one host or one network is never refused for its address. Once every slot is taken, a
 // stream from an address holding fewer than its share takes the slot of
 // the oldest stream of the address holding the most, if that one holds
 // more than its share; so an address that filled every slot gives way to
@@ -223,14 +270,14 @@ type inboundSlots struct {
 	share int // MaxStreamsPerSource
 
 	mu       sync.Mutex
-	inFlight []*inboundStream   // admission order, oldest first; evicted ones removed
-	bySource map[netip.Addr]int // streams in flight per source address
+	inFlight []*inboundStream     // admission order, oldest first; evicted ones removed
+	bySource map[netip.Prefix]int // streams in flight per source network
 }
 
 // inboundStream is one admitted stream, holding a slot until release.
 type inboundStream struct {
 	conn    net.Conn
-	src     netip.Addr
+	src     netip.Prefix
 	evicted bool // its slot went to another stream; guarded by inboundSlots.mu
 }
 
@@ -248,13 +295,13 @@ const (
 )
 
 func newInboundSlots(max, share int) *inboundSlots {
-	return &inboundSlots{max: max, share: share, bySource: make(map[netip.Addr]int)}
+	return &inboundSlots{max: max, share: share, bySource: make(map[netip.Prefix]int)}
 }
 
 // admit gives conn, from src, a slot, or says why not. When it took the
 // slot of another stream, it returns that one too: the caller closes its
 // conn, and its release then changes nothing.
-func (s *inboundSlots) admit(src netip.Addr, conn net.Conn) (st, evicted *inboundStream, verdict admission) {
+func (s *inboundSlots) admit(src netip.Prefix, conn net.Conn) (st, evicted *inboundStream, verdict admission) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.inFlight) >= s.max {
@@ -326,7 +373,7 @@ func (s *inboundSlots) inUse() int {
 // whose slot it took is closed here. It runs on the loop: closing a TCP
 // connection does not block.
 func (ml *Memberlist) admitStream(conn net.Conn) (*inboundStream, bool) {
-	src := addrPortOf(conn.RemoteAddr()).Addr()
+	src := sourceNetwork(addrPortOf(conn.RemoteAddr()).Addr())
 	st, evicted, verdict := ml.inStreams.admit(src, conn)
 	switch verdict {
 	case refusedSlots:

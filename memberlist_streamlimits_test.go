@@ -84,7 +84,7 @@ func TestIdleStreamsDoNotKeepEverySlot(t *testing.T) {
 	victim := startMember(t, testConfig("victim"))
 	addr := victim.LocalMember().Addr.String()
 	slots := victim.cfg.MaxConcurrentStreams
-	startIdleDialer(t, "127.0.0.2", addr, slots)
+	startIdleDialer(t, "127.0.1.2", addr, slots) // a network other than the members' 127.0.0.0/24
 	require.Eventually(t, func() bool { return inboundInUse(victim.Memberlist) == slots },
 		formTimeout, pollEvery, "the attacker holds every slot")
 
@@ -283,8 +283,9 @@ func TestStreamCompoundOfPushPullsRejectedBeforeDecoding(t *testing.T) {
 
 // TestStreamFirstBytesDeadline: an accepted stream that sends nothing is
 // closed after the first-bytes deadline (1 s here), long before
-// StreamTimeout, and counted; one that sent its length header in time is
-// given the rest of StreamTimeout for the rest of its request.
+// StreamTimeout, and counted; one that sends its request at once is
+// answered. (One that sends its header and then trickles its body is
+// TestStreamRequestStalledOrLate's.)
 func TestStreamFirstBytesDeadline(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zap.WarnLevel)
@@ -295,49 +296,67 @@ func TestStreamFirstBytesDeadline(t *testing.T) {
 	m := startMember(t, cfg)
 	addr := m.LocalMember().Addr.String()
 
-	f, err := wire.AppendFrame(nil, &wire.Ping{Seq: 1, Target: "target", From: "prober"})
-	require.NoError(t, err)
-	var ping bytes.Buffer
-	require.NoError(t, wire.WriteStreamMessage(&ping, append([]byte{wire.Version}, f...)))
-
-	slow := mustDialFrom(t, "127.0.0.1", addr)
-	_, err = slow.Write(ping.Bytes()[:wire.StreamHeaderLen+1]) // the header and one byte of the request
-	require.NoError(t, err)
 	idle := mustDialFrom(t, "127.0.0.1", addr)
-
 	// formTimeout is a third of StreamTimeout: only the first-bytes
 	// deadline can close idle in time.
 	require.True(t, closedByPeer(idle), "idle stream closed before StreamTimeout")
 	require.Equal(t, uint64(1), m.Stats().StreamsTimedOut)
 	require.True(t, warnedOnce(logs, refusalFirstBytes))
 
-	// slow was accepted first: its first-bytes deadline has passed too.
-	_, err = slow.Write(ping.Bytes()[wire.StreamHeaderLen+1:])
+	f, err := wire.AppendFrame(nil, &wire.Ping{Seq: 1, Target: "target", From: "prober"})
 	require.NoError(t, err)
-	require.NoError(t, slow.SetReadDeadline(time.Now().Add(formTimeout)))
-	reply, err := wire.ReadStreamMessage(slow, 0)
-	require.NoError(t, err, "a request whose header came in time has StreamTimeout")
+	var ping bytes.Buffer
+	require.NoError(t, wire.WriteStreamMessage(&ping, append([]byte{wire.Version}, f...)))
+	prompt := mustDialFrom(t, "127.0.0.1", addr)
+	_, err = prompt.Write(ping.Bytes())
+	require.NoError(t, err)
+	require.NoError(t, prompt.SetReadDeadline(time.Now().Add(formTimeout)))
+	reply, err := wire.ReadStreamMessage(prompt, 0)
+	require.NoError(t, err)
 	msgs, err := wire.DecodeStreamPacket(reply)
 	require.NoError(t, err)
 	require.IsType(t, &wire.Ack{}, msgs[0])
 	require.Equal(t, uint64(1), m.Stats().StreamsTimedOut)
 }
 
-// TestStreamRequestLateAfterHeader: a request whose length header came in
-// time but whose body does not is closed at StreamTimeout, counted and
-// logged.
-func TestStreamRequestLateAfterHeader(t *testing.T) {
+// TestStreamRequestStalledOrLate: a request whose length header came in
+// time but whose body stops coming is closed once no byte arrived for the
+// first-bytes timeout (a minimum data rate), and one whose body trickles
+// in slower than StreamTimeout allows is closed at StreamTimeout; both are
+// counted and logged, each as what it is.
+func TestStreamRequestStalledOrLate(t *testing.T) {
 	t.Parallel()
 	core, logs := observer.New(zap.WarnLevel)
 	cfg := testConfig("target")
-	cfg.StreamTimeout = 1500 * time.Millisecond
+	cfg.StreamTimeout = 2500 * time.Millisecond // over the first-bytes timeout, 1 s here
 	cfg.Logger = zap.New(core)
 	m := startMember(t, cfg)
-	conn := mustDialFrom(t, "127.0.0.1", m.LocalMember().Addr.String())
-	_, err := conn.Write(binary.BigEndian.AppendUint32(nil, 100))
+	addr := m.LocalMember().Addr.String()
+
+	stalled := mustDialFrom(t, "127.0.0.1", addr)
+	_, err := stalled.Write(binary.BigEndian.AppendUint32(nil, 100))
 	require.NoError(t, err)
-	require.True(t, closedByPeer(conn))
+	require.True(t, closedByPeer(stalled))
 	require.Equal(t, uint64(1), m.Stats().StreamsTimedOut)
+	require.True(t, warnedOnce(logs, refusalRequestStalled))
+
+	// A byte every 300 ms: never stalled, but 100 bytes take 30 s.
+	late := mustDialFrom(t, "127.0.0.1", addr)
+	_, err = late.Write(binary.BigEndian.AppendUint32(nil, 100))
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20 {
+			if _, err := late.Write([]byte{0}); err != nil {
+				return
+			}
+			time.Sleep(300 * time.Millisecond) // the peer's pace, not a wait for the member
+		}
+	}()
+	require.True(t, closedByPeer(late))
+	<-done
+	require.Equal(t, uint64(2), m.Stats().StreamsTimedOut)
 	require.True(t, warnedOnce(logs, refusalRequestLate))
 	require.Zero(t, logs.FilterMessage("refused: "+refusalFirstBytes).Len())
 }
@@ -429,16 +448,16 @@ func TestStreamsPerSourceWhenSlotsAreScarce(t *testing.T) {
 
 	var hog []net.Conn
 	for range slots {
-		hog = append(hog, mustDialFrom(t, "127.0.0.2", addr))
+		hog = append(hog, mustDialFrom(t, "127.0.1.2", addr))
 	}
 	require.Eventually(t, func() bool { return inboundInUse(m.Memberlist) == slots }, formTimeout, pollEvery)
-	extra := mustDialFrom(t, "127.0.0.2", addr)
+	extra := mustDialFrom(t, "127.0.1.2", addr)
 	require.True(t, closedByPeer(extra), "a source holding every slot gets no more")
 	require.Equal(t, uint64(1), m.Stats().StreamsRefusedPerSource)
 
 	var other []net.Conn
 	for range share + 1 {
-		other = append(other, mustDialFrom(t, "127.0.0.3", addr))
+		other = append(other, mustDialFrom(t, "127.0.2.3", addr))
 	}
 	require.True(t, closedByPeer(other[share]), "one stream over the share is refused")
 	for i, conn := range other[:share] {
@@ -485,17 +504,19 @@ func TestJoinStormFromOneAddress(t *testing.T) {
 }
 
 // TestInboundSlots: the sharing rule of Config.MaxStreamsPerSource, step by
-// step, with 4 slots and a share of 1.
+// step, with 4 slots and a share of 1; sources are networks, so a, b and c
+// are addresses of different /24s.
 func TestInboundSlots(t *testing.T) {
-	a, b, c := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	net := func(addr string) netip.Prefix { return sourceNetwork(netip.MustParseAddr(addr)) }
+	a, b, c := net("10.0.1.1"), net("10.0.2.1"), net("10.0.3.1")
 	s := newInboundSlots(4, 1)
-	admit := func(src netip.Addr, want admission) (st, evicted *inboundStream) {
+	admit := func(src netip.Prefix, want admission) (st, evicted *inboundStream) {
 		t.Helper()
 		st, evicted, got := s.admit(src, nil)
 		require.Equal(t, want, got)
 		return st, evicted
 	}
-	held := func() map[netip.Addr]int { return s.bySource }
+	held := func() map[netip.Prefix]int { return s.bySource }
 
 	var as []*inboundStream
 	for range 4 {
@@ -506,27 +527,29 @@ func TestInboundSlots(t *testing.T) {
 	admit(a, refusedShare) // full, and a holds more than its share
 	b1, evicted := admit(b, admitted)
 	require.Same(t, as[0], evicted, "the oldest stream of the largest holder")
-	require.Equal(t, map[netip.Addr]int{a: 3, b: 1}, held())
+	require.Equal(t, map[netip.Prefix]int{a: 3, b: 1}, held())
 	admit(b, refusedShare)
 	_, evicted = admit(c, admitted)
 	require.Same(t, as[1], evicted)
-	require.Equal(t, map[netip.Addr]int{a: 2, b: 1, c: 1}, held())
+	require.Equal(t, map[netip.Prefix]int{a: 2, b: 1, c: 1}, held())
 
 	s.release(as[0]) // evicted: its slot is already c's
 	require.Equal(t, 4, s.inUse())
 	s.release(b1)
 	require.Equal(t, 3, s.inUse())
-	require.Equal(t, map[netip.Addr]int{a: 2, c: 1}, held())
+	require.Equal(t, map[netip.Prefix]int{a: 2, c: 1}, held())
 
 	// Fill again: a takes the free slot, then the rest hold at most their
 	// share: no one to evict for a new address.
 	admit(a, admitted)
 	_, evicted = admit(b, admitted) // a holds 3
 	require.Same(t, as[2], evicted)
-	_, evicted = admit(netip.MustParseAddr("10.0.0.4"), admitted) // a holds 2
+	_, evicted = admit(net("10.0.4.1"), admitted) // a holds 2
 	require.Same(t, as[3], evicted)
 	require.Equal(t, 4, len(held()), "one stream each")
-	admit(netip.MustParseAddr("10.0.0.5"), refusedSlots)
+	admit(net("10.0.5.1"), refusedSlots)
+	// Another address of a's network is a: its share is taken.
+	admit(net("10.0.1.200"), refusedShare)
 	require.Equal(t, 4, s.inUse())
 }
 
@@ -556,16 +579,16 @@ func TestStreamRefusalsAreLogged(t *testing.T) {
 	require.Eventually(t, func() bool { return warned(refusalTooLarge) }, formTimeout, pollEvery)
 	require.Eventually(t, func() bool { return inboundInUse(m.Memberlist) == 0 }, formTimeout, pollEvery)
 
-	// 127.0.0.2 takes both slots while they are free.
-	first := mustDialFrom(t, "127.0.0.2", addr)
-	mustDialFrom(t, "127.0.0.2", addr)
+	// 127.0.1.2 takes both slots while they are free.
+	first := mustDialFrom(t, "127.0.1.2", addr)
+	mustDialFrom(t, "127.0.1.2", addr)
 	require.Eventually(t, func() bool { return inboundInUse(m.Memberlist) == 2 }, formTimeout, pollEvery)
-	require.True(t, closedByPeer(mustDialFrom(t, "127.0.0.2", addr)))
+	require.True(t, closedByPeer(mustDialFrom(t, "127.0.1.2", addr)))
 	require.True(t, warned(refusalInboundShare))
-	mustDialFrom(t, "127.0.0.3", addr)
+	mustDialFrom(t, "127.0.2.3", addr)
 	require.True(t, closedByPeer(first))
 	require.True(t, warned(refusalInboundEvicted))
-	require.True(t, closedByPeer(mustDialFrom(t, "127.0.0.4", addr)))
+	require.True(t, closedByPeer(mustDialFrom(t, "127.0.3.4", addr)))
 	require.True(t, warned(refusalInboundSlots))
 
 	// Three seeds that never answer: two exchanges hold the outbound
@@ -597,50 +620,48 @@ func TestNetTransportLogsRefusedStreams(t *testing.T) {
 	require.True(t, warnedOnce(logs, refusalTransportQueue), "one line for three refusals: %v", logs.All())
 }
 
-// TestInboundStreamsByteBudget: streams that each announce a message under
-// MaxStreamBytes, and trickle it, could together hold many times it; the
-// inbound requests being read hold at most 4·MaxStreamBytes, and a stream
-// that would take them over is refused, until one of the others ends.
+// TestInboundStreamsByteBudget: the bytes inbound requests have sent
+// and not finished are held to 4·MaxStreamBytes together and half of that
+// per source network; a stream whose next bytes would take either over is
+// refused (counted, logged), and a stream that ends gives its bytes back.
 func TestInboundStreamsByteBudget(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig("target")
 	cfg.MaxStreamBytes = 100_000
 	m := startMember(t, cfg)
 	addr := m.LocalMember().Addr.String()
-	trickle := func(announced int) net.Conn {
-		conn := mustDialFrom(t, "127.0.0.1", addr)
-		_, err := conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(announced)), "partial"...))
+	used := func() int64 {
+		m.inBytes.mu.Lock()
+		defer m.inBytes.mu.Unlock()
+		return m.inBytes.used
+	}
+	// partial announces MaxStreamBytes and sends all of it but one byte.
+	const sent = 100_000 - 1
+	partial := func(from string) net.Conn {
+		conn := mustDialFrom(t, from, addr)
+		_, err := conn.Write(binary.BigEndian.AppendUint32(nil, uint32(cfg.MaxStreamBytes)))
+		require.NoError(t, err)
+		_, err = conn.Write(make([]byte, sent))
 		require.NoError(t, err)
 		return conn
 	}
-	var held []net.Conn
-	for range inboundBudgetStreams {
-		held = append(held, trickle(cfg.MaxStreamBytes))
-	}
-	require.Eventually(t, func() bool {
-		m.inBytes.mu.Lock()
-		defer m.inBytes.mu.Unlock()
-		return m.inBytes.used == int64(inboundBudgetStreams*cfg.MaxStreamBytes)
-	}, formTimeout, time.Millisecond, "the trickling streams hold the whole budget")
-
-	over := trickle(cfg.MaxStreamBytes / 2)
-	require.True(t, closedByPeer(over))
+	held := []net.Conn{partial("127.0.0.1"), partial("127.0.0.1")}
+	require.Eventually(t, func() bool { return used() == 2*sent }, formTimeout, time.Millisecond)
+	require.True(t, closedByPeer(partial("127.0.0.1")), "over the network's half of the budget")
 	require.Equal(t, uint64(1), m.Stats().StreamsOverBudget)
 
+	held = append(held, partial("127.0.1.1"), partial("127.0.2.1"))
+	require.Eventually(t, func() bool { return used() == 4*sent }, formTimeout, time.Millisecond)
+	require.True(t, closedByPeer(partial("127.0.3.1")), "over the whole budget")
+	require.Equal(t, uint64(2), m.Stats().StreamsOverBudget)
+
 	require.NoError(t, held[0].Close())
-	require.Eventually(t, func() bool {
-		m.inBytes.mu.Lock()
-		defer m.inBytes.mu.Unlock()
-		return m.inBytes.used == int64((inboundBudgetStreams-1)*cfg.MaxStreamBytes)
-	}, formTimeout, time.Millisecond, "a stream that ended gave its share back")
-	fits := trickle(cfg.MaxStreamBytes / 2)
-	_, err := fits.Write(make([]byte, cfg.MaxStreamBytes/2-len("partial")))
-	require.NoError(t, err)
-	require.True(t, closedByPeer(fits), "read whole, then refused for what it holds")
-	require.Equal(t, uint64(1), m.Stats().StreamsOverBudget, "not for want of budget")
+	require.Eventually(t, func() bool { return used() == 3*sent }, formTimeout, time.Millisecond,
+		"a stream that ended gave its bytes back")
 	for _, c := range held[1:] {
 		_ = c.Close()
 	}
+	require.Eventually(t, func() bool { return used() == 0 }, formTimeout, time.Millisecond)
 }
 
 // TestTableRefusalsAreLogged: invented members beyond MaxMembers, sent in
@@ -661,4 +682,30 @@ func TestTableRefusalsAreLogged(t *testing.T) {
 	sendUDP(t, m.LocalMember().Addr, sealed(t, wire.PacketEnvelope, "", nil, msgs...))
 	require.Eventually(t, func() bool { return m.Stats().MembersRefused == 20-3 }, formTimeout, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return warnedOnce(logs, refusalMember) }, formTimeout, 10*time.Millisecond)
+}
+
+// TestAnnouncedBytesDoNotBlockStreams: four connections from one address,
+// each announcing a message of MaxStreamBytes and then sending nothing,
+// reserve nothing they did not send: an encrypted member's joins still
+// work while they are open (the attack: a stranger without the key held
+// the whole inbound byte budget, 4·MaxStreamBytes, before anything was
+// authenticated, and every stream was refused).
+func TestAnnouncedBytesDoNotBlockStreams(t *testing.T) {
+	t.Parallel()
+	victim := startMember(t, secureConfig("victim", "blue", testKey1))
+	addr := victim.LocalMember().Addr.String()
+	for range inboundBudgetStreams {
+		conn := mustDialFrom(t, "127.0.0.1", addr)
+		_, err := conn.Write(binary.BigEndian.AppendUint32(nil, uint32(victim.cfg.maxStreamBytes())))
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return inboundInUse(victim.Memberlist) == inboundBudgetStreams },
+		formTimeout, time.Millisecond, "the idle streams hold their slots")
+
+	joiner := startMember(t, secureConfig("joiner", "blue", testKey1))
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	_, err := joiner.Join(ctx, addr)
+	require.NoError(t, err, "the join through the member the idle streams hold")
+	require.Zero(t, victim.Stats().StreamsOverBudget)
 }
