@@ -28,7 +28,7 @@ func TestDeadListCountsFailed(t *testing.T) {
 		require.Equal(t, n, h.m.dead.failed, "the count matches the list")
 		return n
 	}
-	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
+	h.feedConfirmed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
 	h.feed(mtPeerAddr(3), &wire.Dead{Name: mtPeer(3), Incarnation: 2, From: mtPeer(3), Left: true})
 	h.m.Ready()
 	require.Equal(t, failed(), 1)
@@ -36,7 +36,7 @@ func TestDeadListCountsFailed(t *testing.T) {
 	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 2, From: mtPeer(1), Left: true})
 	require.Equal(t, 0, failed(), "a failure that became a leave")
 	require.False(t, h.m.hasDeadToRetry())
-	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(2), Incarnation: 1, From: mtPeer(4)})
+	h.feedConfirmed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(2), Incarnation: 1, From: mtPeer(4)})
 	require.Equal(t, 1, failed())
 	h.feed(mtPeerAddr(2), &wire.Alive{Name: mtPeer(2), Addr: wire.EncodeAddr(mtPeerAddr(2)), Incarnation: 3})
 	require.Equal(t, 0, failed(), "back alive")

@@ -15,7 +15,7 @@ import (
 // table's size: each checks the index against the structure it indexes
 // after every step of cycles that remove, re-add and forget members.
 
-// requireLeaveIndex fails unless leaveChecks holds exactly the leave
+// requireLeaveIndex fails unless claimChecks holds exactly the leave
 // checks in finalChecks, one per member.
 func (h *mt) requireLeaveIndex() {
 	h.t.Helper()
@@ -26,7 +26,7 @@ func (h *mt) requireLeaveIndex() {
 			want[fc.name] = seq
 		}
 	}
-	require.Equal(h.t, want, h.m.leaveChecks, "the index of leave checks went stale")
+	require.Equal(h.t, want, h.m.claimChecks, "the index of leave checks went stale")
 }
 
 // checkPingTo returns the sequence number of the ping out sent to peer i
@@ -67,18 +67,18 @@ func TestLeaveCheckIndex(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		seqs[i] = checkPingTo(t, reportLeft(i, 2), i)
 	}
-	require.Len(t, h.m.leaveChecks, 3)
+	require.Len(t, h.m.claimChecks, 3)
 
 	// The same report again starts no second check; a newer one replaces
 	// the check in flight.
 	require.Empty(t, reportLeft(1, 2).Packets)
 	seqs[1] = checkPingTo(t, reportLeft(1, 3), 1)
-	require.Len(t, h.m.leaveChecks, 3)
+	require.Len(t, h.m.claimChecks, 3)
 
 	// p2 answers without refuting: it left, and its check is over.
 	h.feed(mtPeerAddr(2), &wire.Ack{Seq: seqs[2]})
 	h.requireLeaveIndex()
-	require.NotContains(t, h.m.leaveChecks, mtPeer(2))
+	require.NotContains(t, h.m.claimChecks, mtPeer(2))
 	got, _ := h.m.Member(mtPeer(2))
 	require.Equal(t, StateLeft, got.State)
 
@@ -87,7 +87,7 @@ func TestLeaveCheckIndex(t *testing.T) {
 	h.feed(mtPeerAddr(2), mtAlive(2, 4))
 	h.requireLeaveIndex()
 	seqs[2] = checkPingTo(t, reportLeft(2, 5), 2)
-	require.Contains(t, h.m.leaveChecks, mtPeer(2))
+	require.Contains(t, h.m.claimChecks, mtPeer(2))
 
 	// p1 refutes its leave (alive above it); the checks of p1 and p2 end
 	// on their timers, p3's with a verdict of left. Nothing is left in
@@ -95,7 +95,7 @@ func TestLeaveCheckIndex(t *testing.T) {
 	h.feed(mtPeerAddr(1), mtAlive(1, 4))
 	h.run(h.now.Add(2*h.cfg.ProbeTimeout), map[netip.AddrPort]bool{mtPeerAddr(1): true, mtPeerAddr(2): true, mtPeerAddr(3): true})
 	h.requireLeaveIndex()
-	require.Empty(t, h.m.leaveChecks)
+	require.Empty(t, h.m.claimChecks)
 	for i, want := range map[int]State{1: StateAlive, 2: StateLeft, 3: StateLeft} {
 		got, _ := h.m.Member(mtPeer(i))
 		require.Equal(t, want, got.State, mtPeer(i))
@@ -107,7 +107,7 @@ func TestLeaveCheckIndex(t *testing.T) {
 	seqs[3] = checkPingTo(t, reportLeft(3, 7), 3)
 	h.feed(mtPeerAddr(3), &wire.Ack{Seq: seqs[3]})
 	h.requireLeaveIndex()
-	require.Empty(t, h.m.leaveChecks)
+	require.Empty(t, h.m.claimChecks)
 }
 
 // requireDeadList fails unless d holds exactly model, in order, with its
@@ -355,7 +355,7 @@ func TestProbeOrderQueue(t *testing.T) {
 			if _, ok := h.m.Member(mtPeer(i)); !ok {
 				continue
 			}
-			h.feed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: uint64(10 + round), From: mtPeer(i)})
+			h.feedConfirmed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: uint64(10 + round), From: mtPeer(i)})
 			h.requireProbeQueue()
 			if i%8 == 1 {
 				h.feed(mtPeerAddr(i), mtAlive(i, uint64(11+round)))
@@ -532,7 +532,7 @@ func TestReconnectCandidates(t *testing.T) {
 			h.feed(mtPeerAddr(i), mtAlive(i, inc+1))
 			h.requireReconnectCandidates()
 			if i%12 == 1 {
-				h.feed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: inc + 1, From: mtPeer(i)})
+				h.feedConfirmed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: inc + 1, From: mtPeer(i)})
 				h.requireReconnectCandidates()
 			}
 		}

@@ -312,15 +312,16 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 		m.queueBroadcast(d.Name, d)
 		return
 	}
-	if d.Left {
-		// A leave is final for the applications (a Raft layer removes a
-		// voter that left at once, while it gives a dead one a grace
-		// period), and anyone can forge one at the incarnation a
-		// push-pull reveals: ask the member first.
-		m.startLeaveCheck(now, s, d)
+	if !d.Left && m.deathSettled(now, s, d.Incarnation) {
+		m.declareDead(now, s, d.Incarnation, d.From, false)
 		return
 	}
-	m.declareDead(now, s, d.Incarnation, d.From, d.Left)
+	// A leave is final for the applications (a Raft layer removes a voter
+	// that left at once, while it gives a dead one a grace period), and a
+	// death makes the member refute and come back, events for every
+	// application; anyone can forge either at the incarnation a push-pull
+	// reveals. So ask the member first.
+	m.startClaimCheck(now, s, d)
 }
 
 // learnVersions fills in what a live member speaks from news of its

@@ -202,11 +202,12 @@ type machineState struct {
 	// suspicion (suspicion.go)
 	suspicions  map[string]*suspicion
 	finalChecks map[uint32]*finalCheck
-	// leaveChecks is the sequence number of each member's leave check in
-	// finalChecks, by name: at most one runs per member, and during a
-	// mass leave every packet carries leaves, so finding it must not
-	// scan the checks in flight.
-	leaveChecks map[string]uint32
+	// claimChecks is the sequence number of each member's claim check (a
+	// leave or a death reported by another, being checked with the member)
+	// in finalChecks, by name: at most one runs per member, and during a
+	// mass leave every packet carries leaves, so finding it must not scan
+	// the checks in flight.
+	claimChecks map[string]uint32
 
 	// dissemination (broadcast.go): membership deltas in bq, the
 	// applications' broadcasts in uq (usermsg.go)
@@ -283,7 +284,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.rtts = make(map[string]time.Duration)
 	m.suspicions = make(map[string]*suspicion)
 	m.finalChecks = make(map[uint32]*finalCheck)
-	m.leaveChecks = make(map[string]uint32)
+	m.claimChecks = make(map[string]uint32)
 	m.holes.pinged = make(map[string]time.Time)
 	m.holes.pushed = make(map[netip.AddrPort]time.Time)
 	m.holes.deferred = make(map[string]deferredHole)
@@ -560,7 +561,7 @@ func (m *Machine) sendWith(to netip.AddrPort, msg wire.Message, extras ...wire.M
 // (Geode), and a leave check the leave it checks.
 func (m *Machine) claimFor(ping *wire.Ping, to netip.AddrPort) wire.Message {
 	fc := m.finalChecks[ping.Seq]
-	if fc != nil && fc.leave {
+	if fc != nil && fc.isClaim() {
 		return fc.claim()
 	}
 	if !m.cfg.BuddyPing && fc == nil {
@@ -753,6 +754,9 @@ type Stats struct {
 	FinalChecks                  uint64 // suspects pinged once more before being declared dead
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
 	LeaveChecks                  uint64 // leaves reported by others, checked with the member before they count
+	DeathChecks                  uint64 // deaths reported by others of members not held suspect long, checked with the member before they count
+	DeathClaimsRefuted           uint64 // death checks the member answered: the report was wrong or forged
+	ClaimChecksRefused           uint64 // leaves and deaths reported past the claim checks in flight (deaths then held as suspicions)
 	FinalChecksExtended          uint64 // final checks run again, not ended, because we expired them late (health.go)
 	ProbesInconclusive           uint64 // failed probes ended late: no accusation (health.go)
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit

@@ -426,38 +426,50 @@ func mtAlive(i int, inc uint64) *wire.Alive {
 	return &wire.Alive{Name: mtPeer(i), Addr: wire.EncodeAddr(mtPeerAddr(i)), Incarnation: inc}
 }
 
-// feedConfirmed feeds msgs as feed does, then answers every leave check the
-// Machine starts (a ping carrying a leave) with the bare ack of a member
-// that did leave, and returns all the outputs: the leave reported by
-// hearsay, confirmed by the member.
+// feedConfirmed feeds msgs as feed does, then confirms every claim check
+// the Machine starts (a ping carrying a leave or a death reported by
+// another) as confirmLeaves does, and returns all the outputs: the leave
+// or death reported by hearsay, confirmed.
 func (h *mt) feedConfirmed(from netip.AddrPort, msgs ...wire.Message) mtOut {
 	h.t.Helper()
 	h.feed(from, msgs...)
 	return h.confirmLeaves(h.ready())
 }
 
-// confirmLeaves answers the leave checks among out's packets as a member
-// that did leave would, and returns out with the outputs that followed.
+// confirmLeaves confirms the claim checks among out's packets and returns
+// out with the outputs that followed: a leave check is answered with the
+// bare ack of a member that did leave, and a death check gets its verdict
+// at once, as for a member that does not answer (given directly rather
+// than by ticking to its deadline, so that no other timer fires).
 func (h *mt) confirmLeaves(out mtOut) mtOut {
 	h.t.Helper()
 	for _, p := range out.Packets {
 		var ping *wire.Ping
-		leave := false
+		var claim *wire.Dead
 		for _, msg := range p.Msgs {
 			switch msg := msg.(type) {
 			case *wire.Ping:
 				ping = msg
 			case *wire.Dead:
-				leave = leave || msg.Left && msg.Name == ping.Target
+				if ping != nil && msg.Name == ping.Target {
+					claim = msg
+				}
 			}
 		}
-		if ping != nil && leave {
-			h.feed(p.To, &wire.Ack{Seq: ping.Seq})
-			more := h.ready()
-			out.Packets = append(out.Packets, more.Packets...)
-			out.Streams = append(out.Streams, more.Streams...)
-			out.Events = append(out.Events, more.Events...)
+		if ping == nil || claim == nil {
+			continue
 		}
+		if claim.Left {
+			h.feed(p.To, &wire.Ack{Seq: ping.Seq})
+		} else if fc := h.m.finalChecks[ping.Seq]; fc != nil && fc.dead {
+			h.m.expireCheck(h.now, h.now, fc)
+		} else {
+			continue
+		}
+		more := h.ready()
+		out.Packets = append(out.Packets, more.Packets...)
+		out.Streams = append(out.Streams, more.Streams...)
+		out.Events = append(out.Events, more.Events...)
 	}
 	return out
 }

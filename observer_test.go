@@ -115,7 +115,7 @@ func TestObserverSuspicionOutcomes(t *testing.T) {
 			name: "dead by gossip",
 			end: func(h *mt) time.Duration {
 				h.now = h.now.Add(2 * time.Second)
-				h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
+				h.feedConfirmed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
 				return 2 * time.Second
 			},
 			want:  []obsSuspicion{{2 * time.Second, false}},
@@ -204,7 +204,7 @@ func TestMemberCountsWithoutObserver(t *testing.T) {
 	requireCounts(t, h.m, MemberCounts{Alive: 3, Suspect: 1})
 	h.feed(mtPeerAddr(1), mtAlive(1, 2))
 	requireCounts(t, h.m, MemberCounts{Alive: 4})
-	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: mtPeer(2)})
+	h.feedConfirmed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: mtPeer(2)})
 	requireCounts(t, h.m, MemberCounts{Alive: 3, Dead: 1})
 	require.NoError(t, h.m.Leave(h.now))
 	require.Equal(t, MemberCounts{Alive: 2, Dead: 1, Left: 1}, h.m.MemberCounts())

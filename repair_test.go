@@ -138,7 +138,7 @@ func TestHoleDeadActorIsPinged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := newMT(t, holeConfig())
 			h.joinPeers(4, 1)
-			h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
+			h.feedConfirmed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
 			h.ready()
 			evidence(h)
 			streams := holeStreams(t, h.ready())
@@ -183,7 +183,7 @@ func TestHoleForgottenActorIsPinged(t *testing.T) {
 	cfg.ReconnectTimeout = time.Hour
 	h := newMT(t, cfg)
 	h.joinPeers(6, 1)
-	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
+	h.feedConfirmed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
 	h.feedConfirmed(mtPeerAddr(3), &wire.Dead{Name: mtPeer(3), Incarnation: 2, From: mtPeer(3), Left: true})
 	h.feedConfirmed(mtPeerAddr(4), &wire.Dead{Name: mtPeer(4), Incarnation: 2, From: mtPeer(4), Left: true})
 	h.run(h.now.Add(3*time.Second), nil)
@@ -212,7 +212,7 @@ func TestHolePingsAreBounded(t *testing.T) {
 	const n = 10
 	h.joinPeers(n, 1)
 	for i := 1; i <= n-1; i++ {
-		h.feed(mtPeerAddr(n), &wire.Dead{Name: mtPeer(i), Incarnation: 1, From: mtPeer(n)})
+		h.feedConfirmed(mtPeerAddr(n), &wire.Dead{Name: mtPeer(i), Incarnation: 1, From: mtPeer(n)})
 	}
 	h.ready()
 	for i := 1; i <= n-1; i++ {
@@ -351,7 +351,7 @@ func TestViewDigestTracksTheRing(t *testing.T) {
 	h := newMT(t, mtConfig())
 	h.joinPeers(5, 1)
 	require.Equal(t, viewDigestOf(mtSelf, mtPeer(1), mtPeer(2), mtPeer(3), mtPeer(4), mtPeer(5)), h.m.viewDigest())
-	h.feed(mtPeerAddr(1), &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: mtPeer(1)})
+	h.feedConfirmed(mtPeerAddr(1), &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: mtPeer(1)})
 	require.Equal(t, viewDigestOf(mtSelf, mtPeer(1), mtPeer(2), mtPeer(4), mtPeer(5)), h.m.viewDigest())
 	h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtPeer(4), Incarnation: 1, From: mtPeer(1)})
 	require.Equal(t, viewDigestOf(mtSelf, mtPeer(1), mtPeer(2), mtPeer(4), mtPeer(5)), h.m.viewDigest(), "a suspect is live")

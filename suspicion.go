@@ -19,6 +19,7 @@ type suspicion struct {
 	name        string
 	incarnation uint64
 	start       time.Time // the anchor: the failed probe's start, or when the rumor arrived
+	held        time.Time // when this member first held it: a claimed anchor can be forged, this cannot
 	deadline    time.Time
 	from        string   // who raised it first
 	confirmers  []string // distinct accusers after the first, at most k
@@ -139,6 +140,7 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 		name:        name,
 		incarnation: inc,
 		start:       anchor,
+		held:        now,
 		from:        from,
 		k:           m.confirmationsNeeded(),
 		min:         lo,
@@ -224,21 +226,23 @@ func (m *Machine) expireSuspicion(now time.Time, s *suspicion) {
 // alive but missed the accusation, or whose refutation missed us, answers
 // with its refutation piggybacked on the ack.
 //
-// The same check, carrying a claim that the member left, confirms a leave
-// reported by anyone but the member (a leave check): a member that did not
-// leave refutes the claim on its ack, one that left answers without a
-// refutation or, once shut down, not at all.
+// The same check, carrying a claim that the member left or died, confirms
+// a leave or a death reported by another member (a claim check): a member
+// that did not leave refutes the claim on its ack, one that left answers
+// without a refutation; a member reported dead that answers at all is not
+// dead. One that does not answer is taken to be what the claim said.
 //
 // A check is in m.finalChecks, by sequence number, until its verdict; a
-// leave check also in m.leaveChecks, by name.
+// claim check also in m.claimChecks, by name.
 type finalCheck struct {
 	seq         uint32
 	name        string
 	incarnation uint64
 	gen         uint64 // how often it was (re)armed: the token of its timers
 	retried     bool
-	leave       bool   // a leave check: the member is reported left at incarnation
-	from        string // a leave check: who reported the leave
+	leave       bool   // a claim check of a leave: the member is reported left at incarnation
+	dead        bool   // a claim check of a death: the member is reported dead at incarnation
+	from        string // a claim check: who reported it
 }
 
 // armCheck (re)starts a check's clock at now: the UDP ping is sent again
@@ -268,45 +272,88 @@ func (m *Machine) checked(fc *finalCheck) *memberState {
 	switch {
 	case mem == nil:
 		return nil
-	case fc.leave && mem.live() && mem.inc() <= fc.incarnation:
+	case fc.isClaim() && mem.live() && mem.inc() <= fc.incarnation:
 		return mem
-	case !fc.leave && mem.state() == StateSuspect && mem.inc() == fc.incarnation:
+	case !fc.isClaim() && mem.state() == StateSuspect && mem.inc() == fc.incarnation:
 		return mem
 	}
 	return nil
 }
 
-// claim is the message a check's ping carries: the suspicion, or the leave.
+// isClaim reports whether fc checks a claim another member made (a leave
+// or a death) rather than this member's own suspicion.
+func (fc *finalCheck) isClaim() bool { return fc.leave || fc.dead }
+
+// claim is the message a check's ping carries: the suspicion, the leave or
+// the death.
 func (fc *finalCheck) claim() wire.Message {
-	if fc.leave {
-		return &wire.Dead{Name: fc.name, Incarnation: fc.incarnation, From: fc.from, Left: true}
+	if fc.isClaim() {
+		return &wire.Dead{Name: fc.name, Incarnation: fc.incarnation, From: fc.from, Left: fc.leave}
 	}
 	return &wire.Suspect{Name: fc.name, Incarnation: fc.incarnation, From: fc.from}
 }
 
-// startLeaveCheck asks a live member reported left at d.Incarnation whether
-// it did leave (see finalCheck). One check per member runs at a time; a
-// report at a higher incarnation replaces it.
-func (m *Machine) startLeaveCheck(now time.Time, mem *memberState, d *wire.Dead) {
+// maxClaimChecks bounds the claim checks in flight. A claim about a live
+// member costs one ping and ends in a round trip; only a member that does
+// not answer keeps one for a probe timeout. Past the bound, a death is
+// held as a suspicion (startClaimCheck), so a flood of claims costs no
+// more packets and still kills no one at once.
+const maxClaimChecks = 16
+
+// startClaimCheck asks a live member reported left or dead at
+// d.Incarnation by another whether it is (see finalCheck). One check per
+// member runs at a time; a report at a higher incarnation replaces it.
+// Past maxClaimChecks a death is held as a suspicion from its reporter
+// instead, which the member can refute as any other, and a leave is
+// dropped (the member's own leave reaches everyone by gossip); both are
+// counted (ClaimChecksRefused).
+func (m *Machine) startClaimCheck(now time.Time, mem *memberState, d *wire.Dead) {
 	name := m.nameOf(mem)
-	if old := m.leaveCheckOf(name); old != nil {
+	old := m.claimCheckOf(name)
+	if old != nil {
 		if old.incarnation >= d.Incarnation {
 			return
 		}
 		m.endCheck(old)
 	}
-	fc := &finalCheck{seq: m.nextSeq(), name: name, incarnation: d.Incarnation, leave: true, from: d.From}
+	if len(m.claimChecks) >= maxClaimChecks {
+		m.stats.ClaimChecksRefused++
+		if !d.Left && mem.state() == StateAlive {
+			m.suspect(now, mem, d.Incarnation, d.From, now)
+		}
+		return
+	}
+	fc := &finalCheck{seq: m.nextSeq(), name: name, incarnation: d.Incarnation, leave: d.Left, dead: !d.Left, from: d.From}
 	m.finalChecks[fc.seq] = fc
-	m.leaveChecks[name] = fc.seq
+	m.claimChecks[name] = fc.seq
 	m.armCheck(now, fc)
-	m.stats.LeaveChecks++
+	if d.Left {
+		m.stats.LeaveChecks++
+	} else {
+		m.stats.DeathChecks++
+	}
 	m.send(m.addrOf(mem), fc.ping(m.selfName))
 }
 
-// leaveCheckOf returns the leave check in flight of the member called
+// deathSettled reports whether a death reported at inc about the live
+// member mem may be applied without a check: this member holds it suspect
+// at inc and has for a probe interval (the member has had time to hear of
+// its suspicion and refute it), or its own timer for the suspicion ran out
+// (its final check is running or done). A real crash is suspected
+// everywhere seconds before its death is declared, so its death spreads as
+// fast as before; a death forged about a member held alive is checked.
+func (m *Machine) deathSettled(now time.Time, mem *memberState, inc uint64) bool {
+	if mem.state() != StateSuspect || mem.inc() != inc {
+		return false
+	}
+	sp, ok := m.suspicions[m.nameOf(mem)]
+	return !ok || sp.incarnation != inc || now.Sub(sp.held) >= m.cfg.ProbeInterval
+}
+
+// claimCheckOf returns the leave check in flight of the member called
 // name, nil if none.
-func (m *Machine) leaveCheckOf(name string) *finalCheck {
-	seq, ok := m.leaveChecks[name]
+func (m *Machine) claimCheckOf(name string) *finalCheck {
+	seq, ok := m.claimChecks[name]
 	if !ok {
 		return nil
 	}
@@ -317,8 +364,8 @@ func (m *Machine) leaveCheckOf(name string) *finalCheck {
 // one replaces it. Its timers no longer match and are dropped.
 func (m *Machine) endCheck(fc *finalCheck) {
 	delete(m.finalChecks, fc.seq)
-	if fc.leave && m.leaveChecks[fc.name] == fc.seq {
-		delete(m.leaveChecks, fc.name)
+	if fc.isClaim() && m.claimChecks[fc.name] == fc.seq {
+		delete(m.claimChecks, fc.name)
 	}
 }
 
@@ -365,6 +412,12 @@ func (m *Machine) finalCheckAnswered(now time.Time, fc *finalCheck) {
 		}
 		return
 	}
+	if fc.dead {
+		// Answered: whoever said it died was wrong, or lying. Its
+		// refutation, carried on the ack, tells the others.
+		m.stats.DeathClaimsRefuted++
+		return
+	}
 	m.stats.FinalChecksSaved++
 	if m.checked(fc) != nil {
 		m.startSuspicion(now, fc.name, fc.incarnation, m.selfName, now)
@@ -405,7 +458,15 @@ func (m *Machine) expireCheck(now, due time.Time, fc *finalCheck) {
 	}
 	m.endCheck(fc)
 	if fc.leave {
+		// No answer: left, as reported. A member that left usually exits
+		// soon after, before the checks of those its leave reached last;
+		// a leave forged while the member stalls is taken for its own
+		// too (docs/security.md).
 		m.concludeLeave(now, fc, mem)
+		return
+	}
+	if fc.dead {
+		m.declareDead(now, mem, fc.incarnation, fc.from, false)
 		return
 	}
 	m.stats.DeathsDeclared++

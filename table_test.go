@@ -71,11 +71,18 @@ func TestRegistryStoresEachIdentityOnce(t *testing.T) {
 	require.Empty(t, reg.freeVers)
 	require.Len(t, reg.verAddr, 15)
 
-	// A member every Machine has forgotten frees its name.
-	at := mtStart.Add(time.Second)
+	// A member every Machine has forgotten frees its name. Its death,
+	// reported by another, counts once the check of it goes unanswered.
+	reported := mtStart.Add(time.Second)
 	for _, m := range ms {
 		dead := &wire.Dead{Name: mtPeer(2), Incarnation: 1, From: "x"}
-		require.NoError(t, m.HandlePacket(at, mtPeerAddr(3), mtPacket(t, dead)))
+		require.NoError(t, m.HandlePacket(reported, mtPeerAddr(3), mtPacket(t, dead)))
+	}
+	at := reported.Add(mtConfig().ProbeTimeout)
+	for _, m := range ms {
+		m.Tick(at)
+		got, _ := m.Member(mtPeer(2))
+		require.Equal(t, StateDead, got.State)
 	}
 	require.Equal(t, 13, reg.Names(), "dead, not yet forgotten")
 	for _, m := range ms[:2] {
@@ -207,7 +214,7 @@ func TestAppendLiveFollowsTheTable(t *testing.T) {
 		return out
 	}
 	require.Equal(t, []string{mtPeer(1), mtPeer(2), mtPeer(3), mtPeer(4), mtPeer(5), mtSelf}, names())
-	h.feed(mtStranger, &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: "x"})
+	h.feedConfirmed(mtStranger, &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: "x"})
 	h.feed(mtStranger, mtAlive(9, 1))
 	require.Equal(t, []string{mtPeer(1), mtPeer(2), mtPeer(4), mtPeer(5), mtPeer(9), mtSelf}, names())
 	var want []string

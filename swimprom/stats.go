@@ -72,6 +72,9 @@ var statSpecs = []statSpec{
 	{field: "FinalChecksSaved", name: "final_checks_saved_total", help: "Final checks answered: the suspect lived, and was not declared dead."},
 	{field: "FinalChecksExtended", name: "final_checks_extended_total", help: "Final checks run again instead of ended, because their verdict came late (this member was not running in time)."},
 	{field: "LeaveChecks", name: "leave_checks_total", help: "Leaves reported by others, checked with the member before they count."},
+	{field: "DeathChecks", name: "death_checks_total", help: "Deaths reported by others of members not held suspect for long, checked with the member before they count."},
+	{field: "DeathClaimsRefuted", name: "death_claims_refuted_total", help: "Death checks the member answered: the report was wrong, or forged."},
+	{field: "ClaimChecksRefused", name: "claim_checks_refused_total", help: "Leaves and deaths reported while the most claim checks were in flight; the deaths were held as suspicions instead."},
 	{field: "ProbesInconclusive", name: "probes_inconclusive_total", help: "Failed probes ended late (this member was not running in time), so no one was accused."},
 
 	// Dissemination of membership news.

@@ -1,0 +1,129 @@
+package swim
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// answerAsMember answers, as the live member i at incarnation *inc would,
+// every ping out sends it: with its ack, and with its refutation (alive
+// above the claim) when the ping carries a claim that it died or left. It
+// returns the outputs that followed.
+func (h *mt) answerAsMember(out mtOut, i int, inc *uint64) mtOut {
+	h.t.Helper()
+	var more mtOut
+	for _, p := range out.Packets {
+		if p.To != mtPeerAddr(i) {
+			continue
+		}
+		var ping *wire.Ping
+		claimed := false
+		for _, msg := range p.Msgs {
+			switch msg := msg.(type) {
+			case *wire.Ping:
+				ping = msg
+			case *wire.Dead:
+				claimed = claimed || msg.Name == mtPeer(i) && msg.Incarnation >= *inc
+			}
+		}
+		if ping == nil {
+			continue
+		}
+		reply := []wire.Message{&wire.Ack{Seq: ping.Seq}}
+		if claimed {
+			*inc++
+			reply = append(reply, mtAlive(i, *inc))
+		}
+		h.feed(mtPeerAddr(i), reply...)
+		o := h.ready()
+		more.Packets = append(more.Packets, o.Packets...)
+		more.Events = append(more.Events, o.Events...)
+	}
+	return more
+}
+
+// TestForgedDeathsAreChecked: a death of a live member forged at its
+// current incarnation every 250 ms for 15 s (the flapping attack: 49 leave
+// and 50 join events on real agents) makes no event: each is checked with
+// the member first, which answers and refutes.
+func TestForgedDeathsAreChecked(t *testing.T) {
+	h := newMT(t, mtConfig())
+	h.joinPeers(4, 1)
+	inc := uint64(1)
+	var events []Event
+	end := h.now.Add(15 * time.Second)
+	forged := 0
+	for at := h.now; at.Before(end); at = at.Add(250 * time.Millisecond) {
+		h.tick(at)
+		out := h.respond(map[netip.AddrPort]bool{mtPeerAddr(1): true})
+		events = append(events, out.eventsAbout(mtPeer(1))...)
+		h.feed(mtStranger, &wire.Dead{Name: mtPeer(1), Incarnation: inc, From: mtPeer(2)})
+		forged++
+		out = h.ready()
+		events = append(events, out.eventsAbout(mtPeer(1))...)
+		events = append(events, h.answerAsMember(out, 1, &inc).eventsAbout(mtPeer(1))...)
+	}
+	require.Empty(t, events, "a forged death made events")
+	got, _ := h.m.Member(mtPeer(1))
+	require.Equal(t, StateAlive, got.State)
+	st := h.m.Stats()
+	require.Equal(t, uint64(forged), st.DeathChecks)
+	require.Equal(t, uint64(forged), st.DeathClaimsRefuted)
+}
+
+// TestReportedDeathOfASuspect: a death reported of a member this one has
+// held suspect for a probe interval counts at once, as before (a real
+// crash is suspected everywhere before its death is declared); one
+// reported of a member held alive counts only once the member does not
+// answer its check.
+func TestReportedDeathOfASuspect(t *testing.T) {
+	h := newMT(t, mtConfig())
+	h.joinPeers(4, 1)
+	h.feed(mtPeerAddr(2), &wire.Suspect{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
+	h.ready()
+	h.now = h.now.Add(h.cfg.ProbeInterval) // held suspect that long, no timer run
+	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2)})
+	out := h.ready()
+	require.Len(t, out.eventsAbout(mtPeer(1)), 1)
+	require.Equal(t, StateDead, out.eventsAbout(mtPeer(1))[0].Member.State)
+	require.Zero(t, h.m.Stats().DeathChecks)
+
+	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: mtPeer(2)})
+	out = h.ready()
+	require.Empty(t, out.eventsAbout(mtPeer(3)), "held alive: checked first")
+	pings, _ := out.pings()
+	require.Len(t, pings, 1)
+	require.Equal(t, mtPeer(3), pings[0].Target)
+	out = h.run(h.now.Add(h.cfg.ProbeTimeout), map[netip.AddrPort]bool{mtPeerAddr(3): true})
+	require.Len(t, out.eventsAbout(mtPeer(3)), 1, "unanswered: dead")
+	require.Equal(t, StateDead, out.eventsAbout(mtPeer(3))[0].Member.State)
+}
+
+// TestClaimChecksBounded: deaths reported of more live members at once
+// than maxClaimChecks start that many checks; the rest are held as
+// suspicions, which kill no one at once either, and are counted.
+func TestClaimChecksBounded(t *testing.T) {
+	const members = maxClaimChecks + 4
+	h := newMT(t, mtConfig())
+	h.joinPeers(members+1, 1)
+	for i := 2; i <= members+1; i++ {
+		h.feed(mtPeerAddr(1), &wire.Dead{Name: mtPeer(i), Incarnation: 1, From: mtPeer(1)})
+	}
+	out := h.ready()
+	pings, _ := out.pings()
+	require.Len(t, pings, maxClaimChecks)
+	st := h.m.Stats()
+	require.Equal(t, uint64(maxClaimChecks), st.DeathChecks)
+	require.Equal(t, uint64(4), st.ClaimChecksRefused)
+	for i := 2; i <= members+1; i++ {
+		got, _ := h.m.Member(mtPeer(i))
+		require.NotEqual(t, StateDead, got.State, fmt.Sprint(mtPeer(i)))
+	}
+	require.Len(t, h.m.Suspicions(), 4)
+}
