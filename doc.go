@@ -29,7 +29,8 @@
 //     pairing.go (paired probing), suspicion.go (suspicion timers),
 //     incarnation.go (precedence, refutation), tombstone.go (what the dead
 //     leave behind), deadlist.go (the dead still held), table.go (the
-//     member table), registry.go (member identities, shared by Machines),
+//     member table), moves.go (checking a member's new address),
+//     registry.go (member identities, shared by Machines),
 //     broadcast.go (the piggyback queue), joinstorm.go (pacing news in a
 //     join storm), repair.go (gossip's gaps: asks for missed members, view
 //     digests), pushpull.go (anti-entropy and join exchanges), health.go

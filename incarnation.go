@@ -119,6 +119,9 @@ const (
 	// member started: first-hand news from the member it chose to ask,
 	// which no third party can replay into the connection.
 	mergeReply
+	// mergeMoveChecked: news that a member moved, whose check found it at
+	// the new address and not at the old one (moves.go); passed on.
+	mergeMoveChecked
 )
 
 // handleAlive applies an alive delta.
@@ -189,6 +192,10 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 	}
 	prev := s.state()
 	moved := m.addrOf(s) != addr
+	if moved && src != mergeMoveChecked && s.live() {
+		m.checkMove(now, s, a, addr, src)
+		return
+	}
 	changed := moved || string(m.metaOf(s)) != string(a.Meta) || a.Versions != m.versionsOf(s)
 	s.setInc(a.Incarnation)
 	if changed {

@@ -192,6 +192,7 @@ type machineState struct {
 	// name-conflict checks in flight, by seq, and the addresses found to
 	// run a second process of this name (admission.go)
 	conflictChecks    map[uint32]netip.AddrPort
+	moves             map[string]*moveCheck // moves.go, by name
 	conflictsReported map[netip.AddrPort]bool
 	// relayTokens is a token bucket bounding the ping-reqs served: one
 	// token each, maxRelayBurst at most, refilled at maxRelayBurst per
@@ -280,6 +281,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.relays = make(map[uint32]*relay)
 	m.userPings = make(map[uint32]*userPing)
 	m.conflictChecks = make(map[uint32]netip.AddrPort)
+	m.moves = make(map[string]*moveCheck)
 	m.conflictsReported = make(map[netip.AddrPort]bool)
 	m.rtts = make(map[string]time.Duration)
 	m.suspicions = make(map[string]*suspicion)
@@ -757,6 +759,8 @@ type Stats struct {
 	DeathChecks                  uint64 // deaths reported by others of members not held suspect long, checked with the member before they count
 	DeathClaimsRefuted           uint64 // death checks the member answered: the report was wrong or forged
 	ClaimChecksRefused           uint64 // leaves and deaths reported past the claim checks in flight (deaths then held as suspicions)
+	MovesChecked                 uint64 // live members reported at a new address, checked at both before the move counts
+	MovesRefused                 uint64 // such moves not applied: the member answered at its old address, not at the new one, or too many were checked
 	FinalChecksExtended          uint64 // final checks run again, not ended, because we expired them late (health.go)
 	ProbesInconclusive           uint64 // failed probes ended late: no accusation (health.go)
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit

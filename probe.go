@@ -504,7 +504,7 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 		m.probeSucceeded(p)
 		return
 	}
-	if m.pingAnswered(now, from, a.Seq) || m.conflictAnswered(from, a.Seq) {
+	if m.pingAnswered(now, from, a.Seq) || m.conflictAnswered(from, a.Seq) || m.moveAnswered(from, a.Seq) {
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {

@@ -50,6 +50,7 @@ const (
 	timerUserPing                       // key: ping seq; an application's ping got no answer
 	timerConflictCheck                  // key: ping seq; a name-conflict check got no answer
 	timerHoleAsk                        // name: a hole a join storm put off (joinstorm.go)
+	timerMoveCheck                      // key: the check's seq to the new address, name; a move's verdict (moves.go)
 	timerKinds
 )
 
@@ -267,6 +268,10 @@ func init() {
 		timerConflictCheck: {
 			current: func(m *Machine, t *timer) bool { _, ok := m.conflictChecks[uint32(t.key)]; return ok },
 			fire:    func(m *Machine, _ time.Time, t *timer) { delete(m.conflictChecks, uint32(t.key)) },
+		},
+		timerMoveCheck: {
+			current: func(m *Machine, t *timer) bool { mc := m.moves[t.name]; return mc != nil && mc.newSeq == uint32(t.key) },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.concludeMove(now, t.name) },
 		},
 		timerHoleAsk: {
 			current: func(m *Machine, t *timer) bool { d, ok := m.holes.deferred[t.name]; return ok && d.due.Equal(t.at) },

@@ -98,7 +98,10 @@ func TestRefutationFromNewAddressIsAnUpdate(t *testing.T) {
 	h.ready()
 	moved := netip.AddrPortFrom(mtPeerAddr(1).Addr(), 9999)
 	h.feed(moved, &wire.Alive{Name: mtPeer(1), Addr: wire.EncodeAddr(moved), Incarnation: 2})
-	evs := h.ready().eventsAbout(mtPeer(1))
+	// The move is checked (moves.go): the new address answers, the old
+	// one (the process that was suspected) stays silent.
+	out := h.run(h.now.Add(h.cfg.ProbeTimeout), map[netip.AddrPort]bool{mtPeerAddr(1): true})
+	evs := out.eventsAbout(mtPeer(1))
 	require.Len(t, evs, 2)
 	require.Equal(t, EventAlive, evs[0].Kind)
 	require.Equal(t, EventUpdate, evs[1].Kind)
