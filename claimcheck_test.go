@@ -126,4 +126,26 @@ func TestClaimChecksBounded(t *testing.T) {
 		require.NotEqual(t, StateDead, got.State, fmt.Sprint(mtPeer(i)))
 	}
 	require.Len(t, h.m.Suspicions(), 4)
+
+	// Unanswered, the checks end in deaths and free their places.
+	silent := map[netip.AddrPort]bool{}
+	for i := 2; i <= members+1; i++ {
+		silent[mtPeerAddr(i)] = true
+	}
+	h.run(h.now.Add(h.cfg.ProbeTimeout), silent)
+	require.Zero(t, h.m.deathChecks)
+	require.Empty(t, h.m.claimChecks)
+	got, _ := h.m.Member(mtPeer(2))
+	require.Equal(t, StateDead, got.State)
+
+	// Leaves are not bounded: a scaled-down cluster's mass leave is
+	// checked whole.
+	h2 := newMT(t, mtConfig())
+	h2.joinPeers(members+1, 1)
+	for i := 2; i <= members+1; i++ {
+		h2.feed(mtPeerAddr(1), &wire.Dead{Name: mtPeer(i), Incarnation: 1, From: mtPeer(1), Left: true})
+	}
+	pings, _ = h2.ready().pings()
+	require.Len(t, pings, members)
+	require.Zero(t, h2.m.Stats().ClaimChecksRefused)
 }

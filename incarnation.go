@@ -193,7 +193,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 	prev := s.state()
 	moved := m.addrOf(s) != addr
 	if moved && src != mergeMoveChecked && s.live() {
-		m.checkMove(now, s, a, addr, src)
+		m.checkMove(now, s, a, addr)
 		return
 	}
 	changed := moved || string(m.metaOf(s)) != string(a.Meta) || a.Versions != m.versionsOf(s)

@@ -209,6 +209,7 @@ type machineState struct {
 	// mass leave every packet carries leaves, so finding it must not scan
 	// the checks in flight.
 	claimChecks map[string]uint32
+	deathChecks int // the death checks among them, bounded by maxClaimChecks
 
 	// dissemination (broadcast.go): membership deltas in bq, the
 	// applications' broadcasts in uq (usermsg.go)
@@ -758,7 +759,7 @@ type Stats struct {
 	LeaveChecks                  uint64 // leaves reported by others, checked with the member before they count
 	DeathChecks                  uint64 // deaths reported by others of members not held suspect long, checked with the member before they count
 	DeathClaimsRefuted           uint64 // death checks the member answered: the report was wrong or forged
-	ClaimChecksRefused           uint64 // leaves and deaths reported past the claim checks in flight (deaths then held as suspicions)
+	ClaimChecksRefused           uint64 // deaths reported past the most death checks in flight, held as suspicions instead
 	MovesChecked                 uint64 // live members reported at a new address, checked at both before the move counts
 	MovesRefused                 uint64 // such moves not applied: the member answered at its old address, not at the new one, or too many were checked
 	FinalChecksExtended          uint64 // final checks run again, not ended, because we expired them late (health.go)

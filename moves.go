@@ -34,13 +34,12 @@ type moveCheck struct {
 	oldSeq      uint32
 	newSeq      uint32
 	newAnswered bool
-	src         mergeSource
 }
 
 // checkMove starts the check of a's claim that the member s moved to addr
 // (see above), unless one is running for it already or too many are. The
 // news is kept (copied: it may alias a packet) and applied at the verdict.
-func (m *Machine) checkMove(now time.Time, s *memberState, a *wire.Alive, addr netip.AddrPort, src mergeSource) {
+func (m *Machine) checkMove(now time.Time, s *memberState, a *wire.Alive, addr netip.AddrPort) {
 	name := m.nameOf(s)
 	if mc := m.moves[name]; mc != nil {
 		if mc.to == addr && mc.alive.Incarnation >= a.Incarnation {
@@ -55,7 +54,7 @@ func (m *Machine) checkMove(now time.Time, s *memberState, a *wire.Alive, addr n
 	mc := &moveCheck{
 		alive: wire.Alive{Name: name, Addr: cloneBytes(a.Addr), Incarnation: a.Incarnation,
 			Meta: cloneBytes(a.Meta), Versions: a.Versions},
-		from: m.addrOf(s), to: addr, oldSeq: m.nextSeq(), newSeq: m.nextSeq(), src: src,
+		from: m.addrOf(s), to: addr, oldSeq: m.nextSeq(), newSeq: m.nextSeq(),
 	}
 	m.moves[name] = mc
 	m.stats.MovesChecked++

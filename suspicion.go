@@ -293,20 +293,21 @@ func (fc *finalCheck) claim() wire.Message {
 	return &wire.Suspect{Name: fc.name, Incarnation: fc.incarnation, From: fc.from}
 }
 
-// maxClaimChecks bounds the claim checks in flight. A claim about a live
+// maxClaimChecks bounds the death checks in flight. A claim about a live
 // member costs one ping and ends in a round trip; only a member that does
 // not answer keeps one for a probe timeout. Past the bound, a death is
 // held as a suspicion (startClaimCheck), so a flood of claims costs no
-// more packets and still kills no one at once.
+// more packets and still kills no one at once. Leave checks are not
+// bounded: a mass leave of a scaled-down cluster must not be taken for
+// failures, and a member checks each leave once.
 const maxClaimChecks = 16
 
 // startClaimCheck asks a live member reported left or dead at
 // d.Incarnation by another whether it is (see finalCheck). One check per
 // member runs at a time; a report at a higher incarnation replaces it.
-// Past maxClaimChecks a death is held as a suspicion from its reporter
-// instead, which the member can refute as any other, and a leave is
-// dropped (the member's own leave reaches everyone by gossip); both are
-// counted (ClaimChecksRefused).
+// Past maxClaimChecks death checks, a death is held as a suspicion from
+// its reporter instead, which the member can refute as any other
+// (counted: ClaimChecksRefused).
 func (m *Machine) startClaimCheck(now time.Time, mem *memberState, d *wire.Dead) {
 	name := m.nameOf(mem)
 	old := m.claimCheckOf(name)
@@ -316,9 +317,9 @@ func (m *Machine) startClaimCheck(now time.Time, mem *memberState, d *wire.Dead)
 		}
 		m.endCheck(old)
 	}
-	if len(m.claimChecks) >= maxClaimChecks {
+	if !d.Left && m.deathChecks >= maxClaimChecks {
 		m.stats.ClaimChecksRefused++
-		if !d.Left && mem.state() == StateAlive {
+		if mem.state() == StateAlive {
 			m.suspect(now, mem, d.Incarnation, d.From, now)
 		}
 		return
@@ -331,6 +332,7 @@ func (m *Machine) startClaimCheck(now time.Time, mem *memberState, d *wire.Dead)
 		m.stats.LeaveChecks++
 	} else {
 		m.stats.DeathChecks++
+		m.deathChecks++
 	}
 	m.send(m.addrOf(mem), fc.ping(m.selfName))
 }
@@ -366,6 +368,9 @@ func (m *Machine) endCheck(fc *finalCheck) {
 	delete(m.finalChecks, fc.seq)
 	if fc.isClaim() && m.claimChecks[fc.name] == fc.seq {
 		delete(m.claimChecks, fc.name)
+	}
+	if fc.dead {
+		m.deathChecks--
 	}
 }
 

@@ -76,7 +76,7 @@ var statSpecs = []statSpec{
 	{field: "DeathClaimsRefuted", name: "death_claims_refuted_total", help: "Death checks the member answered: the report was wrong, or forged."},
 	{field: "MovesChecked", name: "moves_checked_total", help: "Live members reported at a new address, checked at both addresses before the move counts."},
 	{field: "MovesRefused", name: "moves_refused_total", help: "Reported moves not applied: the member answered at its old address, not at the new one, or too many were being checked."},
-	{field: "ClaimChecksRefused", name: "claim_checks_refused_total", help: "Leaves and deaths reported while the most claim checks were in flight; the deaths were held as suspicions instead."},
+	{field: "ClaimChecksRefused", name: "claim_checks_refused_total", help: "Deaths reported while the most death checks were in flight, held as suspicions instead."},
 	{field: "ProbesInconclusive", name: "probes_inconclusive_total", help: "Failed probes ended late (this member was not running in time), so no one was accused."},
 
 	// Dissemination of membership news.
