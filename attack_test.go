@@ -77,12 +77,13 @@ func TestAttackSharedRegistryFull(t *testing.T) {
 	m, err := reg.NewMachine(mtConfig(), mtSelfAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
 	require.NoError(t, err)
 	h := &mt{t: t, m: m, cfg: mtConfig(), now: mtStart}
-	msgs := make([]wire.Message, 0, 20)
+	invented := make([]wire.MemberState, 0, 20)
 	for i := range 20 {
-		inv := mtInvented(i)
-		msgs = append(msgs, &wire.Alive{Name: inv.Name, Addr: inv.Addr, Incarnation: inv.Incarnation})
+		invented = append(invented, mtInvented(i))
 	}
-	require.NotPanics(t, func() { h.feed(mtStranger, msgs...) })
+	// Announced by a key holder's push-pull (a stranger's news would be
+	// checked first: newcomers.go).
+	require.NotPanics(t, func() { h.join(invented...) })
 	require.Equal(t, 7, h.m.NumMembers(), "self and six invented: one version kept back")
 	require.Equal(t, uint64(20-6), h.m.Stats().MembersRefused)
 
@@ -112,7 +113,7 @@ func TestAttackTableCap(t *testing.T) {
 		inv := mtInvented(i)
 		msgs = append(msgs, &wire.Alive{Name: inv.Name, Addr: inv.Addr, Incarnation: inv.Incarnation})
 	}
-	h.feed(mtStranger, msgs...)
+	h.feed(mtPeerAddr(1), msgs...)
 	require.Equal(t, 20, h.m.NumMembers(), "the table stops at MaxMembers")
 	require.Equal(t, uint64(200-16), h.m.Stats().MembersRefused)
 
@@ -174,7 +175,7 @@ func TestLargeMergeInSlices(t *testing.T) {
 	h := newMT(t, cfg)
 	h.joinPeers(3, 1)
 	const n = 5000
-	w := wire.NewPushPullWriter(nil, "big", false, n+1)
+	w := wire.NewPushPullWriter(nil, mtPeer(1), false, n+1)
 	for i := range n {
 		w.Add(mtPeer(100+i), mtPeerAddr(100+i), 1, uint8(StateAlive), nil, wire.Versions{})
 	}

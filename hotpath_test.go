@@ -258,7 +258,7 @@ func TestDeadListFollowsTheTable(t *testing.T) {
 	}
 	back := func(i int) {
 		inc[i]++
-		h.feed(mtPeerAddr(i), mtAlive(i, inc[i]))
+		h.feedAnswered(mtPeerAddr(i), mtAlive(i, inc[i]))
 	}
 	for round := range 4 {
 		// A mass failure: every other member.
@@ -529,7 +529,7 @@ func TestReconnectCandidates(t *testing.T) {
 		// Half come back (their tombstones superseded); a few of those
 		// fail again at once.
 		for i := 1; i <= n; i += 4 {
-			h.feed(mtPeerAddr(i), mtAlive(i, inc+1))
+			h.feedAnswered(mtPeerAddr(i), mtAlive(i, inc+1))
 			h.requireReconnectCandidates()
 			if i%12 == 1 {
 				h.feedConfirmed(mtPeerAddr(i), &wire.Dead{Name: mtPeer(i), Incarnation: inc + 1, From: mtPeer(i)})
@@ -539,7 +539,7 @@ func TestReconnectCandidates(t *testing.T) {
 		// The rest come back too, for the next round.
 		h.run(h.now.Add(2*cfg.GossipToDeadTime), nil)
 		for i := 1; i <= n; i += 2 {
-			h.feed(mtPeerAddr(i), mtAlive(i, inc+2))
+			h.feedAnswered(mtPeerAddr(i), mtAlive(i, inc+2))
 		}
 		h.requireReconnectCandidates()
 		require.Equal(t, n+1, h.m.NumMembers(), "round %d", round)

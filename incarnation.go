@@ -122,10 +122,13 @@ const (
 	// mergeMoveChecked: news that a member moved, whose check found it at
 	// the new address and not at the old one (moves.go); passed on.
 	mergeMoveChecked
+	// mergeChecked: news of a member not known, whose check found it at
+	// its address (newcomers.go); passed on.
+	mergeChecked
 )
 
-// handleAlive applies an alive delta.
-func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
+// handleAlive applies an alive delta, passed on by o.
+func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o origin) {
 	if len(a.Name) == 0 || len(a.Meta) > m.cfg.MaxMetaSize {
 		m.stats.PacketsDropped++
 		return
@@ -173,6 +176,10 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource) {
 		}
 		if m.tableSize() >= m.cfg.MaxMembers || m.reg.versionsFull() {
 			m.stats.MembersRefused++
+			return
+		}
+		if !o.member {
+			m.checkNewcomer(now, a, addr, o)
 			return
 		}
 		if !m.admit(a, addr) {

@@ -193,6 +193,7 @@ type machineState struct {
 	// run a second process of this name (admission.go)
 	conflictChecks    map[uint32]netip.AddrPort
 	moves             map[string]*moveCheck // moves.go, by name
+	newcomers         newcomers             // newcomers.go
 	conflictsReported map[netip.AddrPort]bool
 	// relayTokens is a token bucket bounding the ping-reqs served: one
 	// token each, maxRelayBurst at most, refilled at maxRelayBurst per
@@ -283,6 +284,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.userPings = make(map[uint32]*userPing)
 	m.conflictChecks = make(map[uint32]netip.AddrPort)
 	m.moves = make(map[string]*moveCheck)
+	m.newcomers.init()
 	m.conflictsReported = make(map[netip.AddrPort]bool)
 	m.rtts = make(map[string]time.Duration)
 	m.suspicions = make(map[string]*suspicion)
@@ -457,7 +459,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		case *wire.Unknown:
 			m.stats.UnknownMessages++
 		case *wire.Alive:
-			m.handleAlive(now, msg, mergeGossip)
+			m.handleAlive(now, msg, mergeGossip, origin{from: from, member: sender != nil && sender.live()})
 		case *wire.Suspect:
 			if m.handleSuspect(now, msg) {
 				m.addHoleNote(holeNote{name: msg.Name})
@@ -762,6 +764,8 @@ type Stats struct {
 	ClaimChecksRefused           uint64 // deaths reported past the most death checks in flight, held as suspicions instead
 	MovesChecked                 uint64 // live members reported at a new address, checked at both before the move counts
 	MovesRefused                 uint64 // such moves not applied: the member answered at its old address, not at the new one, or too many were checked
+	NewcomersChecked             uint64 // members not known that announced themselves (not through a member), pinged at their address before being admitted
+	NewcomersRefused             uint64 // news of members not known not believed: announced by a stranger for another, silent at their address (now or lately), or over the checks in flight
 	FinalChecksExtended          uint64 // final checks run again, not ended, because we expired them late (health.go)
 	ProbesInconclusive           uint64 // failed probes ended late: no accusation (health.go)
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit

@@ -473,3 +473,30 @@ func (h *mt) confirmLeaves(out mtOut) mtOut {
 	}
 	return out
 }
+
+// feedAnswered feeds msgs as feed does, then answers every newcomer check
+// the Machine starts (newcomers.go) with an ack from the address it
+// pinged, as a member really living there does, and returns all the
+// outputs.
+func (h *mt) feedAnswered(from netip.AddrPort, msgs ...wire.Message) mtOut {
+	h.t.Helper()
+	h.feed(from, msgs...)
+	return h.answerNewcomers(h.ready())
+}
+
+// answerNewcomers answers the newcomer checks among out's packets and
+// returns out with the outputs that followed.
+func (h *mt) answerNewcomers(out mtOut) mtOut {
+	h.t.Helper()
+	for _, p := range out.Packets {
+		ping, ok := p.Msgs[0].(*wire.Ping)
+		if !ok || len(p.Msgs) != 1 || h.m.newcomers.bySeq[ping.Seq] == nil {
+			continue
+		}
+		h.feed(p.To, &wire.Ack{Seq: ping.Seq})
+		more := h.ready()
+		out.Packets = append(out.Packets, more.Packets...)
+		out.Events = append(out.Events, more.Events...)
+	}
+	return out
+}

@@ -43,7 +43,7 @@ func TestPiggybackWithinPacketBudget(t *testing.T) {
 			for i := 100; i < 180; i++ {
 				a := mtAlive(i, 1)
 				a.Meta = bytes.Repeat([]byte{'m'}, (i*37)%300)
-				h.feed(mtStranger, a)
+				h.feed(mtPeerAddr(1), a)
 			}
 			silent := map[netip.AddrPort]bool{} // most probes fail: ping-reqs go out too
 			for i := 100; i < 180; i++ {

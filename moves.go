@@ -94,5 +94,5 @@ func (m *Machine) concludeMove(now time.Time, name string) {
 		m.stats.MovesRefused++
 		return
 	}
-	m.handleAlive(now, &mc.alive, mergeMoveChecked)
+	m.handleAlive(now, &mc.alive, mergeMoveChecked, vouched)
 }

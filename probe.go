@@ -504,7 +504,8 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 		m.probeSucceeded(p)
 		return
 	}
-	if m.pingAnswered(now, from, a.Seq) || m.conflictAnswered(from, a.Seq) || m.moveAnswered(from, a.Seq) {
+	if m.pingAnswered(now, from, a.Seq) || m.conflictAnswered(from, a.Seq) || m.moveAnswered(from, a.Seq) ||
+		m.newcomerAnswered(now, from, a.Seq) {
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {
@@ -627,7 +628,7 @@ func (m *Machine) handleStreamPingReply(now time.Time, id uint64, resp []byte, e
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
 		case *wire.Alive:
-			m.handleAlive(now, msg, mergeGossip)
+			m.handleAlive(now, msg, mergeGossip, vouched)
 		case *wire.Ack:
 			if fc != nil && msg.Seq == fc.seq && m.finalChecks[fc.seq] == fc {
 				m.finalCheckAnswered(now, fc)

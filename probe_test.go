@@ -106,7 +106,7 @@ func TestProbeNewMemberProbedWithinPass(t *testing.T) {
 	t0 := h.now
 	h.feed(pkt.To, &wire.Ack{Seq: ping.Seq})
 	done := []string{ping.Target, h.probeAndAck(t0.Add(cfg.ProbeInterval))}
-	h.feed(mtStranger, mtAlive(6, 1))
+	h.feedAnswered(mtPeerAddr(6), mtAlive(6, 1))
 	h.m.Ready()
 	var rest []string
 	for k := 2; k < 6; k++ {

@@ -111,7 +111,7 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 // keeps req until it is done: the caller must not change it.
 func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) ([]byte, error) {
 	if wire.IsPushPull(req) {
-		peer, err := m.mergeState(now, req, mergePushPull)
+		peer, err := m.mergeState(now, req, mergePushPull, from)
 		if err != nil {
 			return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
 		}
@@ -195,7 +195,7 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		m.scheduleFollowUps(now)
 		m.joinedVia = pending.to
 	}
-	if _, err := m.mergeState(now, resp, src); err != nil {
+	if _, err := m.mergeState(now, resp, src, pending.to); err != nil {
 		m.stats.PushPullsFailed++
 		return fmt.Errorf("swim: push-pull reply: %w", err)
 	}
@@ -216,7 +216,12 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 // Memberlist does) never holds it for long: merging 100,000 new members
 // takes about a quarter of a second, long enough to miss every ack due
 // meanwhile.
-func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) (from string, err error) {
+//
+// peer is the stream's remote address. A peer's news of members not known
+// is believed at once when this member started the exchange, or the peer
+// is a live member at that address; otherwise it is checked first
+// (newcomers.go).
+func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource, peer netip.AddrPort) (from string, err error) {
 	pp, err := wire.ParsePushPullLimit(data, m.cfg.MaxMembers)
 	if err != nil {
 		if errors.Is(err, wire.ErrTooLarge) {
@@ -234,14 +239,18 @@ func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource) (from 
 		}
 	}
 	m.takeState(pp, src)
+	o := origin{from: peer, stream: true, member: src != mergePushPull}
+	if s := m.lookup(pp.From); !o.member && s != nil && s != m.self && s.live() && m.addrOf(s).Addr() == peer.Addr() {
+		o.member = true
+	}
 	var v wire.MemberView
 	for c := pp.Cursor(); c.Next(&v); {
 		if string(v.Name) == m.selfName {
-			m.mergeMember(now, &v, pp.From, src)
+			m.mergeMember(now, &v, pp.From, src, o)
 			break
 		}
 	}
-	mg := &pendingMerge{cursor: pp.Cursor(), from: pp.From, src: src}
+	mg := &pendingMerge{cursor: pp.Cursor(), from: pp.From, src: src, origin: o}
 	if !m.mergeSome(now, mg, mergeSlice) {
 		m.merges = append(m.merges, mg)
 		m.armAt(timerMerge, now)
@@ -285,6 +294,7 @@ type pendingMerge struct {
 	cursor *wire.PushPullCursor
 	from   string
 	src    mergeSource
+	origin origin
 }
 
 // mergeSome applies up to n more members of mg, skipping our own entry
@@ -296,7 +306,7 @@ func (m *Machine) mergeSome(now time.Time, mg *pendingMerge, n int) bool {
 			return true
 		}
 		if string(v.Name) != m.selfName {
-			m.mergeMember(now, &v, mg.from, mg.src)
+			m.mergeMember(now, &v, mg.from, mg.src, mg.origin)
 		}
 	}
 	return mg.cursor.Left() == 0
@@ -316,7 +326,7 @@ func (m *Machine) tickMerges(now time.Time) {
 // mergeMember applies one member of a peer's view. The views alias the
 // packet: nothing here keeps them past the call (the handlers encode or
 // copy what they store).
-func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource) {
+func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource, o origin) {
 	if s := m.lookupBytes(v.Name); s != nil && s != m.self && precedence(s.state(), s.inc(), State(v.State), v.Incarnation) == stale &&
 		(State(v.State) != StateAlive || v.Versions == (wire.Versions{}) || v.Versions == m.versionsOf(s)) {
 		// Nothing the handlers below would act on: the common case of a
@@ -326,7 +336,7 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 	name := string(v.Name)
 	switch State(v.State) {
 	case StateAlive:
-		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta, Versions: v.Versions}, src)
+		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta, Versions: v.Versions}, src, o)
 	case StateDead:
 		if name == m.selfName {
 			m.selfDeclaredDead(now, v.Incarnation)

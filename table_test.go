@@ -215,7 +215,7 @@ func TestAppendLiveFollowsTheTable(t *testing.T) {
 	}
 	require.Equal(t, []string{mtPeer(1), mtPeer(2), mtPeer(3), mtPeer(4), mtPeer(5), mtSelf}, names())
 	h.feedConfirmed(mtStranger, &wire.Dead{Name: mtPeer(3), Incarnation: 1, From: "x"})
-	h.feed(mtStranger, mtAlive(9, 1))
+	h.feed(mtPeerAddr(1), mtAlive(9, 1))
 	require.Equal(t, []string{mtPeer(1), mtPeer(2), mtPeer(4), mtPeer(5), mtPeer(9), mtSelf}, names())
 	var want []string
 	for _, mb := range h.m.Members() {

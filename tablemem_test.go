@@ -2,6 +2,7 @@ package swim
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"runtime"
 	"runtime/metrics"
 	"testing"
@@ -35,8 +36,9 @@ func tableMemory(tb testing.TB, machines, n int) (perEntry, scanPerEntry float64
 	for i := range machines {
 		m, err := NewMachine(cfg, mtSelfAddr, rand.New(rand.NewPCG(uint64(i), 2)), mtStart)
 		require.NoError(tb, err)
-		_, err = m.HandleStream(mtStart, mtStranger, data)
-		require.NoError(tb, err)
+		// The answer to a join: believed at once (newcomers.go).
+		ids := m.Join(mtStart, []netip.AddrPort{mtSeedAddr})
+		require.NoError(tb, m.HandleStreamResponse(mtStart, ids[0], data, nil))
 		for len(m.merges) > 0 {
 			m.Tick(mtStart)
 		}

@@ -51,6 +51,7 @@ const (
 	timerConflictCheck                  // key: ping seq; a name-conflict check got no answer
 	timerHoleAsk                        // name: a hole a join storm put off (joinstorm.go)
 	timerMoveCheck                      // key: the check's seq to the new address, name; a move's verdict (moves.go)
+	timerNewcomerCheck                  // key: ping seq; a member not known stayed silent at its address (newcomers.go)
 	timerKinds
 )
 
@@ -272,6 +273,10 @@ func init() {
 		timerMoveCheck: {
 			current: func(m *Machine, t *timer) bool { mc := m.moves[t.name]; return mc != nil && mc.newSeq == uint32(t.key) },
 			fire:    func(m *Machine, now time.Time, t *timer) { m.concludeMove(now, t.name) },
+		},
+		timerNewcomerCheck: {
+			current: func(m *Machine, t *timer) bool { _, ok := m.newcomers.bySeq[uint32(t.key)]; return ok },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.newcomerSilent(now, uint32(t.key)) },
 		},
 		timerHoleAsk: {
 			current: func(m *Machine, t *timer) bool { d, ok := m.holes.deferred[t.name]; return ok && d.due.Equal(t.at) },

@@ -1,0 +1,165 @@
+package swim
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Newcomers. News of a member this one does not know is believed at once
+// only from a source that could not have invented it unnoticed: a live
+// member's packet from that member's own address, a live member's
+// push-pull from that member's host, or the answer to an exchange this
+// member started (a join, a push-pull, a TCP ping). Anything else (a
+// packet from an address that is no member's, a push-pull from a process
+// not known) may come from a stranger filling the table with members that
+// do not exist, or pointing the cluster at a third party's address:
+//
+//   - A process may announce itself: news of a member at the very address
+//     it came from (a joiner's push-pull to its seed, a newcomer's first
+//     ping) is checked. The address is pinged in the announced name (a
+//     ping with a Target is answered only by the member of that name,
+//     probe.go), alone, with no gossip; the member is admitted when that
+//     address answers, and forgotten, counted, when it stays silent for a
+//     probe timeout. Until then it has no event, no place in the probe
+//     order, no gossip and no part in local health.
+//   - It may not announce others: their news is dropped and counted. A
+//     real member reaches this one anyway, from the members that know it.
+//
+// What checks cost is bounded: one per address at a time, none of an
+// address that stayed silent within the last probe interval (so news sent
+// from a spoofed source gets that address at most one small packet an
+// interval, fewer bytes than the news cost), and maxNewcomerChecks in all.
+//
+// A seed checks the member that joins through it: one round trip before
+// the seed gossips it. The rest of the cluster hears of it from members,
+// and believes them.
+
+// maxNewcomerChecks bounds the newcomer checks in flight.
+const maxNewcomerChecks = 256
+
+// maxSilentAddrs bounds the addresses remembered as silent to a check.
+const maxSilentAddrs = 1024
+
+// origin is who passed news on, as far as this member can tell: it decides
+// whether news of a member not known is believed at once or checked.
+type origin struct {
+	// from is the packet's source address, or the stream's remote
+	// address.
+	from netip.AddrPort
+	// member: it came from a live member at its own address, or answers
+	// an exchange this member started.
+	member bool
+	// stream: it came in a push-pull, whose source port is new each time.
+	stream bool
+}
+
+// vouched is the origin of news no stranger can have passed on.
+var vouched = origin{member: true}
+
+// newcomerCheck is a member not known, being checked at its announced
+// address: the news that announced it, kept (copied: it may alias a
+// packet) to be applied if the address answers.
+type newcomerCheck struct {
+	alive wire.Alive
+	addr  netip.AddrPort
+}
+
+// newcomers is the state of the newcomer checks.
+type newcomers struct {
+	bySeq  map[uint32]*newcomerCheck
+	byAddr map[netip.AddrPort]uint32
+	// silent holds, for an address that did not answer a check, until
+	// when it is not checked again.
+	silent map[netip.AddrPort]time.Time
+}
+
+func (n *newcomers) init() {
+	n.bySeq = make(map[uint32]*newcomerCheck)
+	n.byAddr = make(map[netip.AddrPort]uint32)
+	n.silent = make(map[netip.AddrPort]time.Time)
+}
+
+// ownNews reports whether news of a member at addr, passed on by o, is the
+// member's own: it came from that address (from that host, for a stream,
+// whose source port is new each time).
+func ownNews(o origin, addr netip.AddrPort) bool {
+	return o.from == addr || (o.stream && o.from.Addr() == addr.Addr())
+}
+
+// checkNewcomer starts the check of a's news that a member not known lives
+// at addr, passed on by o (see above), or drops it.
+func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPort, o origin) {
+	nc := &m.newcomers
+	if !ownNews(o, addr) {
+		m.stats.NewcomersRefused++
+		return
+	}
+	if seq, ok := nc.byAddr[addr]; ok {
+		if c := nc.bySeq[seq]; c.alive.Name == a.Name && a.Incarnation > c.alive.Incarnation {
+			// Newer news of the member being checked: admit that.
+			c.alive = cloneAlive(a)
+		}
+		return
+	}
+	if until, ok := nc.silent[addr]; (ok && now.Before(until)) || len(nc.bySeq) >= maxNewcomerChecks {
+		m.stats.NewcomersRefused++
+		return
+	}
+	seq := m.nextSeq()
+	nc.bySeq[seq] = &newcomerCheck{alive: cloneAlive(a), addr: addr}
+	nc.byAddr[addr] = seq
+	m.stats.NewcomersChecked++
+	m.sendPlain(addr, &wire.Ping{Seq: seq, Target: a.Name, From: m.selfName}, m.packetBudget())
+	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerNewcomerCheck, uint64(seq), 0, "")
+}
+
+// cloneAlive copies an alive out of the packet it may alias.
+func cloneAlive(a *wire.Alive) wire.Alive {
+	return wire.Alive{Name: a.Name, Addr: cloneBytes(a.Addr), Incarnation: a.Incarnation,
+		Meta: cloneBytes(a.Meta), Versions: a.Versions}
+}
+
+// endNewcomerCheck forgets the check seq and returns it.
+func (m *Machine) endNewcomerCheck(seq uint32) *newcomerCheck {
+	nc := &m.newcomers
+	c := nc.bySeq[seq]
+	delete(nc.bySeq, seq)
+	delete(nc.byAddr, c.addr)
+	return c
+}
+
+// newcomerAnswered handles an ack that answers a newcomer check, admitting
+// the member, and reports whether it did.
+func (m *Machine) newcomerAnswered(now time.Time, from netip.AddrPort, seq uint32) bool {
+	c, ok := m.newcomers.bySeq[seq]
+	if !ok {
+		return false
+	}
+	if from != c.addr {
+		m.stats.AcksRefused++
+		return true
+	}
+	m.endNewcomerCheck(seq)
+	m.handleAlive(now, &c.alive, mergeChecked, vouched)
+	return true
+}
+
+// newcomerSilent ends a check its address did not answer: the member is
+// not admitted, and the address is not checked again for a while.
+func (m *Machine) newcomerSilent(now time.Time, seq uint32) {
+	c := m.endNewcomerCheck(seq)
+	m.stats.NewcomersRefused++
+	nc := &m.newcomers
+	if len(nc.silent) >= maxSilentAddrs {
+		for a, until := range nc.silent {
+			if !now.Before(until) {
+				delete(nc.silent, a)
+			}
+		}
+	}
+	if len(nc.silent) < maxSilentAddrs {
+		nc.silent[c.addr] = now.Add(m.cfg.ProbeInterval)
+	}
+}
