@@ -115,7 +115,7 @@ func massFailure(tb testing.TB, n, share int, phase string, tweak func(*Config))
 	case "suspect":
 		h.run(h.now.Add(time.Second), silent)
 	case "dead":
-		h.run(h.now.Add(10*time.Second), silent)
+		h.run(h.now.Add(30*time.Second), silent) // past the suspicion timeout at 4,096 members
 		for _, f := range failed {
 			if s, _ := h.m.Member(mtPeer(f)); s.State != StateDead {
 				tb.Fatalf("%s is %v, not dead", mtPeer(f), s.State)
