@@ -121,9 +121,16 @@
 //     cause.
 //   - The final check (Geode) pings twice over UDP and once over TCP, and
 //     overlaps the end of the suspicion window.
-//   - A leave reported by anyone is checked with the member, by a ping
-//     carrying the claim, before it counts: a forged leave would otherwise
-//     remove a member at once.
+//   - A leave reported by anyone, a death reported of a member not held
+//     suspect for a probe interval, and a move of a live member are
+//     checked with the member, by a ping carrying the claim, before they
+//     count (suspicion.go, moves.go): one forged packet would otherwise
+//     remove a member at once or move it to an attacker's address.
+//   - News of a member not known is believed only from a live member or
+//     in the answer to an exchange this member started; a process may
+//     announce itself, and is admitted once its address answered a ping in
+//     its name (newcomers.go): SWIM believes any alive, which lets anyone
+//     fill the table with invented members.
 //   - Forgotten members are remembered by tombstones of their last
 //     incarnation, so that replayed or late news of them changes nothing,
 //     and a reconnect tells its target it was declared dead.
