@@ -125,7 +125,10 @@
 //     suspect for a probe interval, and a move of a live member are
 //     checked with the member, by a ping carrying the claim, before they
 //     count (suspicion.go, moves.go): one forged packet would otherwise
-//     remove a member at once or move it to an attacker's address.
+//     remove a member at once or move it to an attacker's address. A
+//     member that leaves tells each member itself and waits for the acks
+//     (lifecycle.go), so a leave check it does not answer counts as a
+//     death.
 //   - News of a member not known is believed only from a live member or
 //     in the answer to an exchange this member started; a process may
 //     announce itself, and is admitted once its address answered a ping in

@@ -302,7 +302,7 @@ func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string
 }
 
 // handleDead applies a dead or left delta.
-func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
+func (m *Machine) handleDead(now time.Time, d *wire.Dead, sender *memberState) {
 	if d.Name == m.selfName {
 		m.selfDeclaredDead(now, d.Incarnation)
 		return
@@ -328,6 +328,12 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead) {
 	}
 	if !d.Left && m.deathSettled(now, s, d.Incarnation) {
 		m.declareDead(now, s, d.Incarnation, d.From, false)
+		return
+	}
+	if d.Left && sender == s && d.From == d.Name {
+		// The member's own word, from its own address: its leave
+		// notice (lifecycle.go), or its gossip as it leaves.
+		m.declareDead(now, s, d.Incarnation, d.From, true)
 		return
 	}
 	// A leave is final for the applications (a Raft layer removes a voter

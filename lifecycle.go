@@ -89,12 +89,87 @@ func (m *Machine) Leave(now time.Time) error {
 	m.self.setState(StateLeft)
 	m.version++
 	m.probes = nil
-	m.leaveBroadcast = m.queueOwnNews(m.selfName, &wire.Dead{
-		Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true,
-	})
+	leave := &wire.Dead{Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true}
+	m.leaveBroadcast = m.queueOwnNews(m.selfName, leave)
 	// Send it now rather than at the next gossip slot.
 	m.gossipNow(now)
+	m.noticeLeave(now, leave)
 	return nil
+}
+
+// Leave notices. A leave is final for the applications, so a leave
+// reported by another is checked with the member (suspicion.go), and one
+// whose check goes unanswered could be forged during a stall: it counts as
+// a death. A member that really leaves makes its word reach every member
+// first-hand instead: it pings each live member it knows, the leave riding
+// on the ping, and waits for the acks (LeaveDone), answering the checks of
+// those that heard of it by gossip first meanwhile. A leave from the
+// member itself, from its own address, needs no check. Unanswered notices
+// are sent again after a probe timeout, at most leaveNoticeTries times in
+// all: one lost three times leaves its member to check the gossiped leave
+// (wire.ProtocolLeaveNotice).
+
+// leaveNoticeTries is how often a leave notice is sent at most.
+const leaveNoticeTries = 3
+
+// leaveNotice is a leave notice waiting for its ack.
+type leaveNotice struct {
+	name  string
+	tries int
+}
+
+// noticeLeave sends the leave to every live member this one knows.
+func (m *Machine) noticeLeave(now time.Time, leave *wire.Dead) {
+	m.leaveNotices = make(map[uint32]*leaveNotice, m.numOthers())
+	m.leaveMsg = leave
+	m.ring.each(func(id uint32) {
+		if id == m.self.id {
+			return
+		}
+		s := m.entry(id)
+		n := &leaveNotice{name: m.nameOf(s), tries: 1}
+		seq := m.nextSeq()
+		m.leaveNotices[seq] = n
+		m.sendAlone(m.addrOf(s), &wire.Ping{Seq: seq, Target: n.name, From: m.selfName}, leave)
+	})
+	if len(m.leaveNotices) > 0 {
+		m.armAt(timerLeaveNotices, now.Add(m.cfg.ProbeTimeout))
+	}
+}
+
+// resendLeaveNotices sends again the notices not acknowledged, and drops
+// those sent leaveNoticeTries times.
+func (m *Machine) resendLeaveNotices(now time.Time) {
+	if m.self.state() != StateLeft {
+		return
+	}
+	for seq, n := range m.leaveNotices {
+		s := m.lookup(n.name)
+		if n.tries >= leaveNoticeTries || s == nil || !s.live() {
+			delete(m.leaveNotices, seq)
+			continue
+		}
+		n.tries++
+		m.sendAlone(m.addrOf(s), &wire.Ping{Seq: seq, Target: n.name, From: m.selfName}, m.leaveMsg)
+	}
+	if len(m.leaveNotices) > 0 {
+		m.armAt(timerLeaveNotices, now.Add(m.cfg.ProbeTimeout))
+	}
+}
+
+// leaveNoticeAnswered handles an ack that answers a leave notice, and
+// reports whether it did.
+func (m *Machine) leaveNoticeAnswered(from netip.AddrPort, seq uint32) bool {
+	n, ok := m.leaveNotices[seq]
+	if !ok {
+		return false
+	}
+	if s := m.lookup(n.name); s != nil && m.addrOf(s) != from {
+		m.stats.AcksRefused++
+		return true
+	}
+	delete(m.leaveNotices, seq)
+	return true
 }
 
 // rejoin makes a member that left take part again, in the same process
@@ -106,6 +181,7 @@ func (m *Machine) rejoin(now time.Time) {
 	m.self.setState(StateAlive)
 	m.version++
 	m.leaveBroadcast = nil
+	m.leaveNotices = nil
 	m.broadcastSelfAlive() // replaces the queued leave, if it is still queued
 	if m.cfg.AlignedProbing {
 		m.probeRound = m.roundOf(now)
@@ -120,9 +196,11 @@ func (m *Machine) rejoin(now time.Time) {
 }
 
 // LeaveDone reports whether the leave announcement has been sent as often as
-// any delta is (or there is nobody left to tell).
+// any delta is (or there is nobody left to tell), and every member this
+// one knew has acknowledged its leave notice or was sent it
+// leaveNoticeTries times.
 func (m *Machine) LeaveDone() bool {
-	if m.leaveBroadcast == nil {
+	if m.leaveBroadcast == nil || len(m.leaveNotices) > 0 {
 		return false
 	}
 	return m.leaveBroadcast.removed || m.numOthers() == 0

@@ -243,6 +243,10 @@ type machineState struct {
 	seedsUntil    time.Time
 
 	leaveBroadcast *broadcast
+	// the leave notices waiting for an ack, by seq, and the leave they
+	// carry (lifecycle.go)
+	leaveNotices map[uint32]*leaveNotice
+	leaveMsg     *wire.Dead
 
 	// large push-pulls being applied a slice per Tick (pushpull.go)
 	merges []*pendingMerge
@@ -466,7 +470,7 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			}
 			m.noteNames(sender, msg.From, "")
 		case *wire.Dead:
-			m.handleDead(now, msg)
+			m.handleDead(now, msg, sender)
 			if !msg.Left {
 				// The member that declared the death ran the final
 				// check: it was alive then. (A leave's From may be the
@@ -556,6 +560,21 @@ func (m *Machine) sendWith(to netip.AddrPort, msg wire.Message, extras ...wire.M
 		}
 	}
 	m.frames = m.piggyback(m.frames, budget, to)
+	m.emit(to, m.frames)
+}
+
+// sendAlone queues a packet carrying msgs and nothing else: no
+// piggybacked deltas.
+func (m *Machine) sendAlone(to netip.AddrPort, msgs ...wire.Message) {
+	m.frames = m.frames[:0]
+	for _, msg := range msgs {
+		f, err := wire.AppendFrame(nil, msg)
+		if err != nil {
+			m.stats.EncodeErrors++
+			return
+		}
+		m.frames = append(m.frames, f)
+	}
 	m.emit(to, m.frames)
 }
 
@@ -759,6 +778,7 @@ type Stats struct {
 	FinalChecks                  uint64 // suspects pinged once more before being declared dead
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
 	LeaveChecks                  uint64 // leaves reported by others, checked with the member before they count
+	LeaveClaimsUnanswered        uint64 // ... that the member did not answer: declared dead, not left (members of protocol 5 tell each member of their own leave)
 	DeathChecks                  uint64 // deaths reported by others of members not held suspect long, checked with the member before they count
 	DeathClaimsRefuted           uint64 // death checks the member answered: the report was wrong or forged
 	ClaimChecksRefused           uint64 // deaths reported past the most death checks in flight, held as suspicions instead

@@ -412,8 +412,12 @@ wait:
 }
 
 // Leave announces that this member leaves the cluster gracefully and waits
-// until the announcement has been sent enough times (or there is nobody to
-// tell), or ctx ends. Peers then report this member as left, not failed.
+// until every member it knows acknowledged the announcement (each is told
+// directly, again after each ProbeTimeout, three times at most) and it has
+// been gossiped enough times (or there is nobody to tell), or ctx ends:
+// one round trip on a healthy network. Peers then report this member as
+// left, not failed; a member that exits before Leave returns may be
+// reported dead by those it had not told yet.
 // The member keeps running (and answering probes) until Shutdown. Leave is
 // idempotent: a later call waits for the same announcement and returns nil.
 // A ctx already done returns its error at once, without leaving.

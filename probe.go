@@ -505,7 +505,7 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 		return
 	}
 	if m.pingAnswered(now, from, a.Seq) || m.conflictAnswered(from, a.Seq) || m.moveAnswered(from, a.Seq) ||
-		m.newcomerAnswered(now, from, a.Seq) {
+		m.newcomerAnswered(now, from, a.Seq) || m.leaveNoticeAnswered(from, a.Seq) {
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {
@@ -587,7 +587,7 @@ func (m *Machine) handleStreamPing(now time.Time, from netip.AddrPort, p *wire.P
 		case *wire.Suspect:
 			m.handleSuspect(now, msg)
 		case *wire.Dead:
-			m.handleDead(now, msg)
+			m.handleDead(now, msg, nil)
 		}
 	}
 	ack, err := wire.AppendFrame(nil, &wire.Ack{Seq: p.Seq})

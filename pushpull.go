@@ -346,7 +346,7 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 	case StateSuspect:
 		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from})
 	case StateLeft:
-		m.handleDead(now, &wire.Dead{Name: name, Incarnation: v.Incarnation, From: from, Left: true})
+		m.handleDead(now, &wire.Dead{Name: name, Incarnation: v.Incarnation, From: from, Left: true}, nil)
 	}
 }
 

@@ -462,12 +462,23 @@ func (m *Machine) expireCheck(now, due time.Time, fc *finalCheck) {
 		return
 	}
 	m.endCheck(fc)
-	if fc.leave {
-		// No answer: left, as reported. A member that left usually exits
-		// soon after, before the checks of those its leave reached last;
-		// a leave forged while the member stalls is taken for its own
-		// too (docs/security.md).
+	if fc.leave && m.versionsOf(mem).Effective().ProtocolMax < wire.ProtocolLeaveNotice {
+		// No answer from a member of an older release: left, as
+		// reported. Such a member exits as soon as its leave is
+		// gossiped, before the checks of those its leave reached last;
+		// a leave forged while it stalls is taken for its own too
+		// (docs/security.md).
 		m.concludeLeave(now, fc, mem)
+		return
+	}
+	if fc.leave {
+		// A member that leaves tells this one itself and answers its
+		// checks until it did (lifecycle.go): a leave reported by
+		// another that it does not answer was forged, or the member
+		// failed; either way it is gone, and not by its own leave.
+		m.stats.LeaveClaimsUnanswered++
+		m.stats.DeathsDeclared++
+		m.declareDead(now, mem, fc.incarnation, m.selfName, false)
 		return
 	}
 	if fc.dead {

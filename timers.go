@@ -52,6 +52,7 @@ const (
 	timerHoleAsk                        // name: a hole a join storm put off (joinstorm.go)
 	timerMoveCheck                      // key: the check's seq to the new address, name; a move's verdict (moves.go)
 	timerNewcomerCheck                  // key: ping seq; a member not known stayed silent at its address (newcomers.go)
+	timerLeaveNotices                   // singleton: the leave notices not acknowledged are sent again (lifecycle.go)
 	timerKinds
 )
 
@@ -258,6 +259,7 @@ func init() {
 		timerSeeds:      {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.expireSeeds(now) }},
 		timerHeardSweep: {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.sweepHeard(now) }},
 		timerMerge:      {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.tickMerges(now) }},
+		timerLeaveNotices: {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.resendLeaveNotices(now) }},
 		timerStream: {
 			current: func(m *Machine, t *timer) bool { _, ok := m.streams[t.key]; return ok },
 			fire:    func(m *Machine, now time.Time, t *timer) { m.expireStream(now, t.key) },

@@ -36,7 +36,7 @@ const (
 	// ProtocolMin is the oldest protocol this version speaks.
 	ProtocolMin uint8 = 1
 	// ProtocolMax is the newest protocol this version speaks.
-	ProtocolMax uint8 = 4
+	ProtocolMax uint8 = 5
 	// ProtocolUser is the first protocol with application data: User
 	// messages, Broadcasts and AckPayloads. None is sent to a peer that
 	// announced less.
@@ -45,6 +45,12 @@ const (
 	// Heartbeat messages, and the ViewDigest that may ride beside one. A
 	// member pairs only while every live member it knows announced it.
 	ProtocolPaired uint8 = 4
+	// ProtocolLeaveNotice is the first protocol whose members, leaving,
+	// tell each member they know of it directly and wait for its ack,
+	// answering pings meanwhile: a leave reported of such a member whose
+	// check goes unanswered was not its own, and counts as a death. No
+	// message changes.
+	ProtocolLeaveNotice uint8 = 5
 )
 
 // Versions is the range of protocol versions a member speaks and the range
