@@ -1,6 +1,8 @@
 package swim
 
 import (
+	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -209,4 +211,25 @@ func TestLargeMergeInSlices(t *testing.T) {
 	}
 	require.Equal(t, (n-mergeSlice+mergeSlice-1)/mergeSlice, ticks)
 	require.True(t, h.m.NextDeadline().After(h.now), "no slice left to merge")
+}
+
+// TestOverlongNameInPushPull: a push-pull whose sender's name is 64 KiB is
+// malformed, not refused for its member count: it is dropped and counted as
+// such, and its error names the field and the limit (the runtime logs the
+// refusals of push-pulls for their size as "over MaxMembers").
+func TestOverlongNameInPushPull(t *testing.T) {
+	h := newMT(t, mtConfig())
+	w := wire.NewPushPullWriter(nil, "XXXX", true, 1)
+	w.Add("XXXX", mtPeerAddr(1), 1, uint8(StateAlive), nil, wire.Versions{})
+	data, err := w.Bytes()
+	require.NoError(t, err)
+	long := append([]byte{0xda, 0xff, 0xff}, bytes.Repeat([]byte("n"), 65535)...)
+	data = bytes.ReplaceAll(data, []byte{0xa4, 'X', 'X', 'X', 'X'}, long)
+	_, err = h.m.HandleStream(h.now, mtStranger, data)
+	require.ErrorIs(t, err, wire.ErrTooLarge)
+	require.ErrorContains(t, err, "From")
+	require.ErrorContains(t, err, fmt.Sprintf("limit %d", wire.MaxNameLen))
+	require.Zero(t, h.m.Stats().PushPullsRefused, "not a refusal for its size")
+	require.Equal(t, uint64(1), h.m.Stats().PacketsDropped)
+	require.Equal(t, 1, h.m.NumMembers())
 }

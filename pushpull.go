@@ -224,8 +224,12 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource, peer netip.AddrPort) (from string, err error) {
 	pp, err := wire.ParsePushPullLimit(data, m.cfg.MaxMembers)
 	if err != nil {
-		if errors.Is(err, wire.ErrTooLarge) {
+		if wire.TooManyMembers(err) {
 			m.stats.PushPullsRefused++
+		} else {
+			// A bad field (a name over MaxNameLen): malformed, not a
+			// refusal for its size, which the runtime reports as such.
+			m.stats.PacketsDropped++
 		}
 		return "", err
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"net/netip"
@@ -157,8 +158,9 @@ func ParsePushPull(b []byte) (*PushPullView, error) {
 }
 
 // ParsePushPullLimit is ParsePushPull refusing, with an error wrapping
-// ErrTooLarge, a push-pull that announces more than maxMembers members;
-// the count is read first, so such a packet costs nothing to refuse.
+// ErrTooLarge (TooManyMembers tells it from other limits), a push-pull that
+// announces more than maxMembers members; the count is read first, so such
+// a packet costs nothing to refuse.
 func ParsePushPullLimit(b []byte, maxMembers int) (*PushPullView, error) {
 	if len(b) > MaxStreamMessageSize {
 		return nil, &DecodeError{Err: fmt.Errorf("%w: packet of %d bytes, limit %d", ErrTooLarge, len(b), MaxStreamMessageSize)}
@@ -173,6 +175,17 @@ func ParsePushPullLimit(b []byte, maxMembers int) (*PushPullView, error) {
 	}
 	p.From, p.Join, p.Count = string(from), join, count
 	return p, nil
+}
+
+// TooManyMembers reports whether err is ParsePushPullLimit's refusal of a
+// push-pull for the number of members it announces, or of its size: not a
+// bad field, such as a name over MaxNameLen.
+func TooManyMembers(err error) bool {
+	var de *DecodeError
+	if !errors.As(err, &de) || !errors.Is(err, ErrTooLarge) {
+		return false
+	}
+	return de.Field == "Members" || de.Type == 0
 }
 
 // State returns the application state the push-pull carries
