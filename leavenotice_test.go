@@ -78,7 +78,7 @@ func TestLeaveNoticeBelieved(t *testing.T) {
 
 // TestLeaveWaitsForNotices: a member leaving tells each member it knows
 // with a ping carrying its leave, alone; LeaveDone waits for their acks,
-// sending again after each probe timeout, three times at most.
+// sending again after each probe timeout, leaveNoticeTries times at most.
 func TestLeaveWaitsForNotices(t *testing.T) {
 	cfg := mtConfig()
 	cfg.RetransmitMult = 1
@@ -108,13 +108,13 @@ func TestLeaveWaitsForNotices(t *testing.T) {
 	require.False(t, h.m.LeaveDone())
 	silent := map[netip.AddrPort]bool{mtPeerAddr(3): true}
 	var resent int
-	for range 3 {
+	for range leaveNoticeTries {
 		for _, p := range h.run(h.now.Add(cfg.ProbeTimeout), silent).Packets {
 			if p.To == mtPeerAddr(3) {
 				resent++
 			}
 		}
 	}
-	require.Equal(t, leaveNoticeTries-1, resent, "sent again until the third time")
+	require.Equal(t, leaveNoticeTries-1, resent, "sent again until the last try")
 	require.True(t, h.m.LeaveDone())
 }

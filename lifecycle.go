@@ -106,11 +106,15 @@ func (m *Machine) Leave(now time.Time) error {
 // those that heard of it by gossip first meanwhile. A leave from the
 // member itself, from its own address, needs no check. Unanswered notices
 // are sent again after a probe timeout, at most leaveNoticeTries times in
-// all: one lost three times leaves its member to check the gossiped leave
-// (wire.ProtocolLeaveNotice).
+// all. A member whose notices were all lost checks the gossiped leave
+// instead, which the member answers while it is still sending notices;
+// only if that check goes unanswered too (the leaver exited) does it count
+// the leave as a death (wire.ProtocolLeaveNotice). At 30% packet loss a
+// notice and its ack get through with a chance of one in two, so five
+// tries miss a member 3% of the time.
 
 // leaveNoticeTries is how often a leave notice is sent at most.
-const leaveNoticeTries = 3
+const leaveNoticeTries = 5
 
 // leaveNotice is a leave notice waiting for its ack.
 type leaveNotice struct {

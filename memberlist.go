@@ -413,7 +413,7 @@ wait:
 
 // Leave announces that this member leaves the cluster gracefully and waits
 // until every member it knows acknowledged the announcement (each is told
-// directly, again after each ProbeTimeout, three times at most) and it has
+// directly, again after each ProbeTimeout, five times at most) and it has
 // been gossiped enough times (or there is nobody to tell), or ctx ends:
 // one round trip on a healthy network. Peers then report this member as
 // left, not failed; a member that exits before Leave returns may be
