@@ -125,7 +125,13 @@ const (
 	// mergeChecked: news of a member not known, whose check found it at
 	// its address (newcomers.go); passed on.
 	mergeChecked
+	// mergeFollowUp: as mergeReply, for the first exchange after our
+	// join, back with the seed; as for the join, nothing is passed on.
+	mergeFollowUp
 )
+
+// passedOn reports whether news from src is passed on.
+func (src mergeSource) passedOn() bool { return src != mergeJoin && src != mergeFollowUp }
 
 // handleAlive applies an alive delta, passed on by o.
 func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o origin) {
@@ -164,7 +170,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 			m.stats.PacketsDropped++
 			return
 		}
-		if t := m.tombByName[a.Name]; t != nil && a.Incarnation <= t.inc && src != mergeReply && src != mergeJoin {
+		if t := m.tombByName[a.Name]; t != nil && a.Incarnation <= t.inc && src != mergeReply && src != mergeJoin && src != mergeFollowUp {
 			// News from before its death about a member we forgot: a
 			// replay, or a rumor that outlived it. A member really back
 			// announces a higher incarnation; the reply to an exchange
@@ -192,7 +198,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		m.addToProbeOrder(s)
 		m.version++
 		m.event(EventJoin, s)
-		if src != mergeJoin {
+		if src.passedOn() {
 			m.queueJoinNews(now, a.Name, a)
 		}
 		return
@@ -228,7 +234,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		m.addToProbeOrder(s)
 		m.event(EventJoin, s)
 	}
-	if src != mergeJoin {
+	if src.passedOn() {
 		m.queueBroadcast(a.Name, a)
 	}
 }

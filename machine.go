@@ -113,7 +113,8 @@ const (
 	streamPushPull
 	streamReconnect
 	streamPing
-	streamUser // SendReliable
+	streamUser     // SendReliable
+	streamFollowUp // the first exchange after a join, back with the seed
 )
 
 // pendingStream is an exchange the driver is running for us.

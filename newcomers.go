@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"bytes"
 	"net/netip"
 	"time"
 
@@ -26,6 +27,10 @@ import (
 //     order, no gossip and no part in local health.
 //   - It may not announce others: their news is dropped and counted. A
 //     real member reaches this one anyway, from the members that know it.
+//     A push-pull from a process being checked (a joiner's exchanges with
+//     members that have not heard of it yet, which is how a booting
+//     cluster converges in a quarter of a second) is held, and merged
+//     once the process was admitted: a member's news is believed.
 //
 // What checks cost is bounded: one per address at a time, none of an
 // address that stayed silent within the last probe interval (so news sent
@@ -36,8 +41,13 @@ import (
 // the seed gossips it. The rest of the cluster hears of it from members,
 // and believes them.
 
-// maxNewcomerChecks bounds the newcomer checks in flight.
-const maxNewcomerChecks = 256
+// maxNewcomerChecks bounds the newcomer checks in flight: a thousand
+// members booting through one seed at once are as many checks there.
+const maxNewcomerChecks = 4096
+
+// maxHeldBytes bounds the bytes of the push-pulls held until their
+// senders are admitted.
+const maxHeldBytes = 8 << 20
 
 // maxSilentAddrs bounds the addresses remembered as silent to a check.
 const maxSilentAddrs = 1024
@@ -64,12 +74,19 @@ var vouched = origin{member: true}
 type newcomerCheck struct {
 	alive wire.Alive
 	addr  netip.AddrPort
+	// held: the member's push-pull, merged once it was admitted, and
+	// the stream's address it came from
+	held     []byte
+	heldSrc  mergeSource
+	heldPeer netip.AddrPort
 }
 
 // newcomers is the state of the newcomer checks.
 type newcomers struct {
 	bySeq  map[uint32]*newcomerCheck
 	byAddr map[netip.AddrPort]uint32
+	// heldBytes counts the bytes of the push-pulls held
+	heldBytes int
 	// silent holds, for an address that did not answer a check, until
 	// when it is not checked again.
 	silent map[netip.AddrPort]time.Time
@@ -121,12 +138,39 @@ func cloneAlive(a *wire.Alive) wire.Alive {
 		Meta: cloneBytes(a.Meta), Versions: a.Versions}
 }
 
+// holdForNewcomer applies the sender's own entry of pp, a push-pull from a
+// process not known as a live member, and reports whether the sender is now
+// being checked: then the push-pull (data) is held until the check ends,
+// within maxHeldBytes, and nothing else of it is applied now.
+func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []byte, peer netip.AddrPort, src mergeSource) bool {
+	var v wire.MemberView
+	for c := pp.Cursor(); c.Next(&v); {
+		if string(v.Name) == pp.From && pp.From != m.selfName {
+			m.mergeMember(now, &v, pp.From, src, origin{from: peer, stream: true})
+			break
+		}
+	}
+	nc := &m.newcomers
+	for _, c := range nc.bySeq {
+		if c.alive.Name != pp.From || c.addr.Addr() != peer.Addr() {
+			continue
+		}
+		if c.held == nil && nc.heldBytes+len(data) <= maxHeldBytes {
+			c.held, c.heldSrc, c.heldPeer = bytes.Clone(data), src, peer
+			nc.heldBytes += len(data)
+		}
+		return true
+	}
+	return false
+}
+
 // endNewcomerCheck forgets the check seq and returns it.
 func (m *Machine) endNewcomerCheck(seq uint32) *newcomerCheck {
 	nc := &m.newcomers
 	c := nc.bySeq[seq]
 	delete(nc.bySeq, seq)
 	delete(nc.byAddr, c.addr)
+	nc.heldBytes -= len(c.held)
 	return c
 }
 
@@ -143,6 +187,11 @@ func (m *Machine) newcomerAnswered(now time.Time, from netip.AddrPort, seq uint3
 	}
 	m.endNewcomerCheck(seq)
 	m.handleAlive(now, &c.alive, mergeChecked, vouched)
+	if c.held != nil {
+		// Its view, now that it is a member. An error was one already
+		// (the push-pull was parsed when it came).
+		_, _ = m.mergeStateHeld(now, c.held, c.heldSrc, c.heldPeer, true)
+	}
 	return true
 }
 

@@ -126,7 +126,8 @@ func TestNewcomerAdmittedWhenItAnswers(t *testing.T) {
 // TestNewcomerVouchedByMember: news of a member not known, from a live
 // member's own address or in a live member's push-pull, is believed at once
 // (a join through a seed spreads at gossip's speed); the same push-pull
-// from elsewhere is dropped, but a joiner's own entry is checked.
+// from elsewhere is dropped, but a joiner's own entry is checked and the
+// rest of its view is merged once it was admitted.
 func TestNewcomerVouchedByMember(t *testing.T) {
 	h := newMT(t, mtConfig())
 	h.joinPeers(3, 1)
@@ -152,10 +153,21 @@ func TestNewcomerVouchedByMember(t *testing.T) {
 	_, ok = h.m.Member(mtPeer(11))
 	require.False(t, ok)
 	require.Equal(t, uint64(1), h.m.Stats().NewcomersRefused)
-	// A joiner's own entry, from its host: checked.
-	_, err = h.m.HandleStream(h.now, netip.AddrPortFrom(mtPeerAddr(12).Addr(), 40000), pp(mtPeer(12), 12))
+	// A joiner's own entry, from its host: checked; the rest of its
+	// view waits for its admission.
+	w := wire.NewPushPullWriter(nil, mtPeer(12), false, 2)
+	w.Add(mtPeer(12), mtPeerAddr(12), 1, uint8(StateAlive), nil, wire.Versions{})
+	w.Add(mtPeer(13), mtPeerAddr(13), 1, uint8(StateAlive), nil, wire.Versions{})
+	data, err := w.Bytes()
+	require.NoError(t, err)
+	_, err = h.m.HandleStream(h.now, netip.AddrPortFrom(mtPeerAddr(12).Addr(), 40000), data)
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), h.m.Stats().NewcomersChecked)
+	_, ok = h.m.Member(mtPeer(13))
+	require.False(t, ok, "held until its sender is admitted")
+	out := h.answerNewcomers(h.ready())
+	require.Len(t, out.eventsAbout(mtPeer(12)), 1)
+	require.Len(t, out.eventsAbout(mtPeer(13)), 1, "believed once its sender is a member")
 }
 
 // TestNewcomerNotCrowdedOut: while a stranger floods this member with

@@ -181,6 +181,16 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		return errors.New("swim: push-pull reply: not a push-pull")
 	}
 	src := mergeReply
+	if kind == streamFollowUp {
+		// The seed's view again, with the members that joined through it
+		// since it answered us, which the seed itself gossips: as for
+		// the join, nothing is passed on. A cluster booting through one
+		// seed at once would otherwise have every member queue every
+		// other as news, since the seed admits a joiner only once its
+		// address answered (newcomers.go), after its answer to the
+		// joins that came with it.
+		src = mergeFollowUp
+	}
 	if kind == streamJoin {
 		src = mergeJoin
 		// The seed's view was a snapshot: members joining at the same time
@@ -222,6 +232,13 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 // is a live member at that address; otherwise it is checked first
 // (newcomers.go).
 func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource, peer netip.AddrPort) (from string, err error) {
+	return m.mergeStateHeld(now, data, src, peer, false)
+}
+
+// mergeStateHeld is mergeState; held is set for a push-pull held until its
+// sender was admitted (newcomers.go), whose application state was handed on
+// when it arrived.
+func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, peer netip.AddrPort, held bool) (from string, err error) {
 	pp, err := wire.ParsePushPullLimit(data, m.cfg.MaxMembers)
 	if err != nil {
 		if wire.TooManyMembers(err) {
@@ -242,11 +259,10 @@ func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource, peer n
 			return "", fmt.Errorf("swim: join refused by AdmitJoin: %w", err)
 		}
 	}
-	m.takeState(pp, src)
-	o := origin{from: peer, stream: true, member: src != mergePushPull}
-	if s := m.lookup(pp.From); !o.member && s != nil && s != m.self && s.live() && m.addrOf(s).Addr() == peer.Addr() {
-		o.member = true
+	if !held {
+		m.takeState(pp, src)
 	}
+	o := m.pushPullOrigin(pp.From, peer, src)
 	var v wire.MemberView
 	for c := pp.Cursor(); c.Next(&v); {
 		if string(v.Name) == m.selfName {
@@ -254,12 +270,33 @@ func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource, peer n
 			break
 		}
 	}
+	if !o.member {
+		// From a process not known as a live member: its own entry
+		// first. A joiner is checked at its address, and the rest of its
+		// view waits for its admission (newcomers.go); a member back
+		// from the dead is a member again at once.
+		if m.holdForNewcomer(now, pp, data, peer, src) {
+			return pp.From, nil
+		}
+		o = m.pushPullOrigin(pp.From, peer, src)
+	}
 	mg := &pendingMerge{cursor: pp.Cursor(), from: pp.From, src: src, origin: o}
 	if !m.mergeSome(now, mg, mergeSlice) {
 		m.merges = append(m.merges, mg)
 		m.armAt(timerMerge, now)
 	}
 	return pp.From, nil
+}
+
+// pushPullOrigin is the origin of a push-pull's news (newcomers.go): a
+// member's, when this member started the exchange or the sender is a live
+// member at the stream's host.
+func (m *Machine) pushPullOrigin(from string, peer netip.AddrPort, src mergeSource) origin {
+	o := origin{from: peer, stream: true, member: src != mergePushPull}
+	if s := m.lookup(from); !o.member && s != nil && s != m.self && s.live() && m.addrOf(s).Addr() == peer.Addr() {
+		o.member = true
+	}
+	return o
 }
 
 // RemoteState is the application state a peer sent in a push-pull, for
@@ -403,7 +440,7 @@ func (m *Machine) tickPushPull(now time.Time) {
 		// every member that joined through it since it answered us.
 		m.joinedVia = netip.AddrPort{}
 		if s := m.byAddr(via); s != nil && s.state() == StateAlive {
-			_, _ = m.startPushPull(now, via, streamPushPull)
+			_, _ = m.startPushPull(now, via, streamFollowUp)
 			return
 		}
 	}
