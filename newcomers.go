@@ -144,24 +144,24 @@ func cloneAlive(a *wire.Alive) wire.Alive {
 // within maxHeldBytes, and nothing else of it is applied now.
 func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []byte, peer netip.AddrPort, src mergeSource) bool {
 	var v wire.MemberView
+	var addr netip.AddrPort
 	for c := pp.Cursor(); c.Next(&v); {
 		if string(v.Name) == pp.From && pp.From != m.selfName {
 			m.mergeMember(now, &v, pp.From, src, origin{from: peer, stream: true})
+			addr, _ = wire.DecodeAddr(v.Addr)
 			break
 		}
 	}
 	nc := &m.newcomers
-	for _, c := range nc.bySeq {
-		if c.alive.Name != pp.From || c.addr.Addr() != peer.Addr() {
-			continue
-		}
-		if c.held == nil && nc.heldBytes+len(data) <= maxHeldBytes {
-			c.held, c.heldSrc, c.heldPeer = bytes.Clone(data), src, peer
-			nc.heldBytes += len(data)
-		}
-		return true
+	seq, ok := nc.byAddr[addr]
+	if !ok || addr.Addr() != peer.Addr() || nc.bySeq[seq].alive.Name != pp.From {
+		return false
 	}
-	return false
+	if c := nc.bySeq[seq]; c.held == nil && nc.heldBytes+len(data) <= maxHeldBytes {
+		c.held, c.heldSrc, c.heldPeer = bytes.Clone(data), src, peer
+		nc.heldBytes += len(data)
+	}
+	return true
 }
 
 // endNewcomerCheck forgets the check seq and returns it.
