@@ -61,8 +61,10 @@ type origin struct {
 	// member: it came from a live member at its own address, or answers
 	// an exchange this member started.
 	member bool
-	// stream: it came in a push-pull, whose source port is new each time.
+	// stream: it came in a push-pull, whose source port is new each time;
+	// sender is the name the push-pull came in.
 	stream bool
+	sender string
 }
 
 // vouched is the origin of news no stranger can have passed on.
@@ -98,18 +100,23 @@ func (n *newcomers) init() {
 	n.silent = make(map[netip.AddrPort]time.Time)
 }
 
-// ownNews reports whether news of a member at addr, passed on by o, is the
-// member's own: it came from that address (from that host, for a stream,
-// whose source port is new each time).
-func ownNews(o origin, addr netip.AddrPort) bool {
-	return o.from == addr || (o.stream && o.from.Addr() == addr.Addr())
+// ownNews reports whether news of the member called name at addr, passed
+// on by o, is the member's own: it came from that address, or in a
+// push-pull in that member's name. A push-pull's source is not its
+// sender's address (its port is new each time, and a member that
+// advertises another address than the one it dials from, behind NAT or on
+// a host of several networks, would never be admitted), but it took a
+// TCP handshake from wherever it came, and all it can cost a third party
+// named as its address is one check.
+func ownNews(o origin, name string, addr netip.AddrPort) bool {
+	return o.from == addr || (o.stream && (o.from.Addr() == addr.Addr() || name == o.sender))
 }
 
 // checkNewcomer starts the check of a's news that a member not known lives
 // at addr, passed on by o (see above), or drops it.
 func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPort, o origin) {
 	nc := &m.newcomers
-	if !ownNews(o, addr) {
+	if !ownNews(o, a.Name, addr) {
 		m.stats.NewcomersRefused++
 		return
 	}
@@ -147,14 +154,14 @@ func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []b
 	var addr netip.AddrPort
 	for c := pp.Cursor(); c.Next(&v); {
 		if string(v.Name) == pp.From && pp.From != m.selfName {
-			m.mergeMember(now, &v, pp.From, src, origin{from: peer, stream: true})
+			m.mergeMember(now, &v, pp.From, src, origin{from: peer, stream: true, sender: pp.From})
 			addr, _ = wire.DecodeAddr(v.Addr)
 			break
 		}
 	}
 	nc := &m.newcomers
 	seq, ok := nc.byAddr[addr]
-	if !ok || addr.Addr() != peer.Addr() || nc.bySeq[seq].alive.Name != pp.From {
+	if !ok || nc.bySeq[seq].alive.Name != pp.From {
 		return false
 	}
 	if c := nc.bySeq[seq]; c.held == nil && nc.heldBytes+len(data) <= maxHeldBytes {

@@ -226,3 +226,22 @@ func TestNoReflectionThroughInventedMember(t *testing.T) {
 	_, ok := h.m.Member("ghost")
 	require.False(t, ok)
 }
+
+// TestJoinerBehindNAT: a joiner whose push-pull comes from another address
+// than the one it advertises (behind NAT, or dialing from another network)
+// is checked at the address it advertises, and admitted when that answers.
+func TestJoinerBehindNAT(t *testing.T) {
+	h := newMT(t, mtConfig())
+	h.joinPeers(3, 1)
+	w := wire.NewPushPullWriter(nil, mtPeer(20), true, 1)
+	w.Add(mtPeer(20), mtPeerAddr(20), 1, uint8(StateAlive), nil, wire.Versions{})
+	data, err := w.Bytes()
+	require.NoError(t, err)
+	_, err = h.m.HandleStream(h.now, netip.MustParseAddrPort("203.0.113.9:41000"), data)
+	require.NoError(t, err)
+	out := h.ready()
+	require.Len(t, out.Packets, 1)
+	require.Equal(t, mtPeerAddr(20), out.Packets[0].To, "checked where it advertises itself")
+	out = h.answerNewcomers(out)
+	require.Len(t, out.eventsAbout(mtPeer(20)), 1)
+}

@@ -292,7 +292,7 @@ func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, pe
 // member's, when this member started the exchange or the sender is a live
 // member at the stream's host.
 func (m *Machine) pushPullOrigin(from string, peer netip.AddrPort, src mergeSource) origin {
-	o := origin{from: peer, stream: true, member: src != mergePushPull}
+	o := origin{from: peer, stream: true, sender: from, member: src != mergePushPull}
 	if s := m.lookup(from); !o.member && s != nil && s != m.self && s.live() && m.addrOf(s).Addr() == peer.Addr() {
 		o.member = true
 	}
