@@ -117,4 +117,5 @@ func TestLeaveWaitsForNotices(t *testing.T) {
 	}
 	require.Equal(t, leaveNoticeTries-1, resent, "sent again until the last try")
 	require.True(t, h.m.LeaveDone())
+	require.Equal(t, uint64(1), h.m.Stats().LeaveNoticesUnanswered)
 }

@@ -89,11 +89,10 @@ func (m *Machine) Leave(now time.Time) error {
 	m.self.setState(StateLeft)
 	m.version++
 	m.probes = nil
-	leave := &wire.Dead{Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true}
-	m.leaveBroadcast = m.queueOwnNews(m.selfName, leave)
+	m.leaveBroadcast = m.queueOwnNews(m.selfName, m.ownLeave())
 	// Send it now rather than at the next gossip slot.
 	m.gossipNow(now)
-	m.noticeLeave(now, leave)
+	m.noticeLeave(now)
 	return nil
 }
 
@@ -122,19 +121,28 @@ type leaveNotice struct {
 	tries int
 }
 
+// ownLeave is this member's leave, at its incarnation since it left.
+func (m *Machine) ownLeave() *wire.Dead {
+	return &wire.Dead{Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true}
+}
+
+// sendLeaveNotice sends the notice seq to the member s: a ping with the
+// leave riding on it, alone.
+func (m *Machine) sendLeaveNotice(seq uint32, s *memberState) {
+	m.sendAlone(m.addrOf(s), &wire.Ping{Seq: seq, Target: m.nameOf(s), From: m.selfName}, m.ownLeave())
+}
+
 // noticeLeave sends the leave to every live member this one knows.
-func (m *Machine) noticeLeave(now time.Time, leave *wire.Dead) {
+func (m *Machine) noticeLeave(now time.Time) {
 	m.leaveNotices = make(map[uint32]*leaveNotice, m.numOthers())
-	m.leaveMsg = leave
 	m.ring.each(func(id uint32) {
 		if id == m.self.id {
 			return
 		}
 		s := m.entry(id)
-		n := &leaveNotice{name: m.nameOf(s), tries: 1}
 		seq := m.nextSeq()
-		m.leaveNotices[seq] = n
-		m.sendAlone(m.addrOf(s), &wire.Ping{Seq: seq, Target: n.name, From: m.selfName}, leave)
+		m.leaveNotices[seq] = &leaveNotice{name: m.nameOf(s), tries: 1}
+		m.sendLeaveNotice(seq, s)
 	})
 	if len(m.leaveNotices) > 0 {
 		m.armAt(timerLeaveNotices, now.Add(m.cfg.ProbeTimeout))
@@ -142,7 +150,7 @@ func (m *Machine) noticeLeave(now time.Time, leave *wire.Dead) {
 }
 
 // resendLeaveNotices sends again the notices not acknowledged, and drops
-// those sent leaveNoticeTries times.
+// (and counts) those sent leaveNoticeTries times.
 func (m *Machine) resendLeaveNotices(now time.Time) {
 	if m.self.state() != StateLeft {
 		return
@@ -150,11 +158,14 @@ func (m *Machine) resendLeaveNotices(now time.Time) {
 	for seq, n := range m.leaveNotices {
 		s := m.lookup(n.name)
 		if n.tries >= leaveNoticeTries || s == nil || !s.live() {
+			if n.tries >= leaveNoticeTries {
+				m.stats.LeaveNoticesUnanswered++
+			}
 			delete(m.leaveNotices, seq)
 			continue
 		}
 		n.tries++
-		m.sendAlone(m.addrOf(s), &wire.Ping{Seq: seq, Target: n.name, From: m.selfName}, m.leaveMsg)
+		m.sendLeaveNotice(seq, s)
 	}
 	if len(m.leaveNotices) > 0 {
 		m.armAt(timerLeaveNotices, now.Add(m.cfg.ProbeTimeout))

@@ -244,10 +244,8 @@ type machineState struct {
 	seedsUntil    time.Time
 
 	leaveBroadcast *broadcast
-	// the leave notices waiting for an ack, by seq, and the leave they
-	// carry (lifecycle.go)
+	// the leave notices waiting for an ack, by seq (lifecycle.go)
 	leaveNotices map[uint32]*leaveNotice
-	leaveMsg     *wire.Dead
 
 	// large push-pulls being applied a slice per Tick (pushpull.go)
 	merges []*pendingMerge
@@ -780,13 +778,14 @@ type Stats struct {
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
 	LeaveChecks                  uint64 // leaves reported by others, checked with the member before they count
 	LeaveClaimsUnanswered        uint64 // ... that the member did not answer: declared dead, not left (members of protocol 5 tell each member of their own leave)
+	LeaveNoticesUnanswered       uint64 // members this one, leaving, told of its leave leaveNoticeTries times with no ack (lifecycle.go)
 	DeathChecks                  uint64 // deaths reported by others of members not held suspect long, checked with the member before they count
 	DeathClaimsRefuted           uint64 // death checks the member answered: the report was wrong or forged
 	ClaimChecksRefused           uint64 // deaths reported past the most death checks in flight, held as suspicions instead
 	MovesChecked                 uint64 // live members reported at a new address, checked at both before the move counts
 	MovesRefused                 uint64 // such moves not applied: the member answered at its old address, not at the new one, or too many were checked
 	NewcomersChecked             uint64 // members not known that announced themselves (not through a member), pinged at their address before being admitted
-	NewcomersRefused             uint64 // news of members not known not believed: announced by a stranger for another, silent at their address (now or lately), or over the checks in flight
+	NewcomersRefused             uint64 // news of members not known not believed: announced by a stranger for another, silent at their address (now or lately), over the checks in flight, another name at an address being checked, or a push-pull of a newcomer not held (one held already, or over maxHeldBytes)
 	FinalChecksExtended          uint64 // final checks run again, not ended, because we expired them late (health.go)
 	ProbesInconclusive           uint64 // failed probes ended late: no accusation (health.go)
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit

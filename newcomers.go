@@ -79,7 +79,6 @@ type newcomerCheck struct {
 	// held: the member's push-pull, merged once it was admitted, and
 	// the stream's address it came from
 	held     []byte
-	heldSrc  mergeSource
 	heldPeer netip.AddrPort
 }
 
@@ -121,7 +120,11 @@ func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPor
 		return
 	}
 	if seq, ok := nc.byAddr[addr]; ok {
-		if c := nc.bySeq[seq]; c.alive.Name == a.Name && a.Incarnation > c.alive.Incarnation {
+		switch c := nc.bySeq[seq]; {
+		case c.alive.Name != a.Name:
+			// Another name at an address being checked: one at a time.
+			m.stats.NewcomersRefused++
+		case a.Incarnation > c.alive.Incarnation:
 			// Newer news of the member being checked: admit that.
 			c.alive = cloneAlive(a)
 		}
@@ -145,16 +148,19 @@ func cloneAlive(a *wire.Alive) wire.Alive {
 		Meta: cloneBytes(a.Meta), Versions: a.Versions}
 }
 
-// holdForNewcomer applies the sender's own entry of pp, a push-pull from a
-// process not known as a live member, and reports whether the sender is now
-// being checked: then the push-pull (data) is held until the check ends,
-// within maxHeldBytes, and nothing else of it is applied now.
-func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []byte, peer netip.AddrPort, src mergeSource) bool {
+// holdForNewcomer applies the sender's own entry of pp, a push-pull (data)
+// passed on by o from a process not known as a live member, and reports
+// whether the sender is now being checked: then the push-pull is held until
+// the check ends, within maxHeldBytes (past them, or with one held
+// already, it is dropped and counted), and nothing else of it is applied
+// now. Only a peer's own exchange (mergePushPull) comes from a process not
+// known, so that is how it is merged later.
+func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []byte, o origin) bool {
 	var v wire.MemberView
 	var addr netip.AddrPort
 	for c := pp.Cursor(); c.Next(&v); {
 		if string(v.Name) == pp.From && pp.From != m.selfName {
-			m.mergeMember(now, &v, pp.From, src, origin{from: peer, stream: true, sender: pp.From})
+			m.mergeMember(now, &v, pp.From, mergePushPull, o)
 			addr, _ = wire.DecodeAddr(v.Addr)
 			break
 		}
@@ -165,8 +171,10 @@ func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []b
 		return false
 	}
 	if c := nc.bySeq[seq]; c.held == nil && nc.heldBytes+len(data) <= maxHeldBytes {
-		c.held, c.heldSrc, c.heldPeer = bytes.Clone(data), src, peer
+		c.held, c.heldPeer = bytes.Clone(data), o.from
 		nc.heldBytes += len(data)
+	} else {
+		m.stats.NewcomersRefused++
 	}
 	return true
 }
@@ -197,7 +205,7 @@ func (m *Machine) newcomerAnswered(now time.Time, from netip.AddrPort, seq uint3
 	if c.held != nil {
 		// Its view, now that it is a member. An error was one already
 		// (the push-pull was parsed when it came).
-		_, _ = m.mergeStateHeld(now, c.held, c.heldSrc, c.heldPeer, true)
+		_, _ = m.mergeStateHeld(now, c.held, mergePushPull, c.heldPeer, true)
 	}
 	return true
 }

@@ -229,8 +229,8 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 //
 // peer is the stream's remote address. A peer's news of members not known
 // is believed at once when this member started the exchange, or the peer
-// is a live member at that address; otherwise it is checked first
-// (newcomers.go).
+// is a live member at that host; otherwise the peer's own entry is checked
+// and the rest held until it is admitted (newcomers.go).
 func (m *Machine) mergeState(now time.Time, data []byte, src mergeSource, peer netip.AddrPort) (from string, err error) {
 	return m.mergeStateHeld(now, data, src, peer, false)
 }
@@ -275,7 +275,7 @@ func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, pe
 		// first. A joiner is checked at its address, and the rest of its
 		// view waits for its admission (newcomers.go); a member back
 		// from the dead is a member again at once.
-		if m.holdForNewcomer(now, pp, data, peer, src) {
+		if m.holdForNewcomer(now, pp, data, o) {
 			return pp.From, nil
 		}
 		o = m.pushPullOrigin(pp.From, peer, src)

@@ -77,6 +77,7 @@ var statSpecs = []statSpec{
 	{field: "MovesChecked", name: "moves_checked_total", help: "Live members reported at a new address, checked at both addresses before the move counts."},
 	{field: "MovesRefused", name: "moves_refused_total", help: "Reported moves not applied: the member answered at its old address, not at the new one, or too many were being checked."},
 	{field: "LeaveClaimsUnanswered", name: "leave_claims_unanswered_total", help: "Leaves reported by others whose check the member did not answer: declared dead, not left."},
+	{field: "LeaveNoticesUnanswered", name: "leave_notices_unanswered_total", help: "Members this one, leaving, told of its leave five times with no acknowledgement."},
 	{field: "NewcomersChecked", name: "newcomers_checked_total", help: "Members not known that announced themselves (not through a member), pinged at their address before being admitted."},
 	{field: "NewcomersRefused", name: "newcomers_refused_total", help: "News of members not known not believed: a stranger's news of another, an address silent now or lately, or over the checks in flight."},
 	{field: "ClaimChecksRefused", name: "claim_checks_refused_total", help: "Deaths reported while the most death checks were in flight, held as suspicions instead."},
