@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help sizes test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium
+.PHONY: help sizes test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium broadcast-sim broadcast
 
 # Modules of their own, tested and vetted by test and lint besides the
 # root's PKGS: examples/raft depends on hashicorp/raft, internal/compare on
@@ -30,10 +30,19 @@ sizes:
 test: lint sizes chromium
 	SWIM_UI_TEST=$${SWIM_UI_TEST:-require} $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -timeout 5m -run '^TestScenarioSuspicionsInAJoinStorm$$' ./internal/sim -storm
+	$(GO) test -count=1 -timeout 5m -run '^TestTreeRepairsAfterCrashes$$' ./internal/sim -tree.n 1000
 	@for m in $(SUBMODULES); do \
 	  echo "cd $$m && $(GO) test -race -count=1 -timeout 5m ./..."; \
 	  (cd $$m && $(GO) test -race -count=1 -timeout 5m ./...) || exit 1; \
 	done
+
+# broadcast-sim: the broadcast trees on 10,000 simulated members (virtual
+# time): 16 broadcasts a second from 64 origins for 20 s while 100
+# members crash; every broadcast must reach every live member, and the
+# trees mend within two probe intervals of the last crash
+# (TestTreeRepairsAfterCrashes; make test runs it at 1,000 members).
+broadcast-sim:
+	$(GO) test -count=1 -timeout 60m -run '^TestTreeRepairsAfterCrashes$$' -v ./internal/sim -tree.n 10000
 
 # ui-test: the browser test of the agent's live page alone (TestAgentPage
 # in examples/agent): three agents, one killed, the page of another read
@@ -224,6 +233,26 @@ massfailure:
 COMPARE_FLAGS ?=
 compare:
 	cd internal/compare && $(GO) run . $(COMPARE_FLAGS)
+
+# broadcast: the same broadcast load on swim and hashicorp/memberlist
+# v0.7.0 (internal/compare/bcast), each at its LAN defaults, N members in
+# one process on 127.0.0.1: a fresh cluster per library, N and rate (the
+# whole cluster's broadcasts a second, 100-byte payloads, origins round
+# robin) for 20s, then up to 30s for stragglers. swim's Broadcast (on its
+# epidemic broadcast trees) against memberlist's TransmitLimitedQueue in a
+# Delegate, relayed by each member on first delivery (as Serf and dskit
+# do). One table per N: the share delivered to every member, p50/p99 until
+# the last one has it, copies received per member per broadcast, CPU and
+# bytes per member per second; and the highest rate each keeps at 99%
+# complete. Rates step up until both libraries fall below 90% complete.
+# About 15 minutes per N (64, then 256) on 2 cores, more when memberlist's
+# join is slow to converge (a missed join waits for its push-pull, every
+# 2 minutes at 256 members; -join-bound, 5 minutes, fails the run); flags in
+# BROADCAST_FLAGS (see `cd internal/compare && go run ./bcast -h`), e.g.
+# a quick run: make broadcast BROADCAST_FLAGS='-n 8 -rates 5,50 -load 3s -drain 5s -settle 2s'
+BROADCAST_FLAGS ?=
+broadcast:
+	cd internal/compare && $(GO) run ./bcast $(BROADCAST_FLAGS)
 
 # scale-4096: 4,096 swim members in one process, each with its own sockets,
 # joining through member 0 at 15 joins a second, then a 2-minute steady

@@ -146,6 +146,19 @@ func (q *broadcastQueue) finish(b *broadcast, err error) {
 	}
 }
 
+// finishAll retires every queued delta as sent: none is left to send it
+// to (the applications' broadcasts once no member reads gossip, tree.go).
+func (q *broadcastQueue) finishAll() {
+	for i := range q.buckets {
+		for b := q.buckets[i].head; b != nil; {
+			next := b.next
+			q.unlink(b)
+			q.finish(b, nil)
+			b = next
+		}
+	}
+}
+
 // takeDone returns the fates recorded since the last call.
 func (q *broadcastQueue) takeDone() []Outcome {
 	d := q.done

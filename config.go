@@ -262,6 +262,26 @@ type Config struct {
 	// (ErrBroadcastDropped). Defaults 1024 and 1 MiB.
 	UserBroadcastLimit int
 	UserBroadcastBytes int
+	// BroadcastTree sends the applications' broadcasts along epidemic
+	// broadcast trees (tree.go) to the members whose release has them
+	// (wire.ProtocolTree), each broadcast received about once per member
+	// instead of gossiped about RetransmitMult·log N times; members of
+	// older releases still get them by gossip. False: gossip to every
+	// member, and this member announces the protocol before trees, so
+	// that its peers gossip to it too. Default true in every profile.
+	BroadcastTree bool
+	// TreeFlushInterval is how long broadcasts wait on a tree link to be
+	// sent together in one packet: each hop adds up to this much delay.
+	// 0 means 5 ms.
+	TreeFlushInterval time.Duration
+	// TreeGraftTimeout is how long a member announced a broadcast waits
+	// for it before asking (grafting) the announcer: longer than a
+	// broadcast takes along the tree, or members graft for nothing. 0
+	// means half of ProbeTimeout, at least 100 ms.
+	TreeGraftTimeout time.Duration
+	// BroadcastRetainBytes bounds the broadcasts a member keeps, for 30 s
+	// at most, to answer grafts. 0 means 8 MiB.
+	BroadcastRetainBytes int
 	// Pings, if set, attaches the application's payload to this member's
 	// acks and hands it the payloads peers attach to theirs, with each
 	// round trip (memberlist's PingDelegate; network coordinates).
@@ -425,6 +445,7 @@ func DefaultLANConfig() *Config {
 		PartitionWindow:         30 * time.Second,
 		UserBroadcastLimit:      1024,
 		UserBroadcastBytes:      1 << 20,
+		BroadcastTree:           true,
 		MaxMembers:              16384,
 		MaxStreamsPerSource:     4,
 		AlignedProbing:          true,
@@ -739,8 +760,35 @@ func (c *Config) maxMessageSize() int {
 // versions is what this member announces: the protocol range of this
 // release and the application's range.
 func (c *Config) versions() wire.Versions {
-	return wire.Versions{
+	v := wire.Versions{
 		ProtocolMin: wire.ProtocolMin, ProtocolMax: wire.ProtocolMax,
 		AppMin: c.AppVersionMin, AppMax: c.AppVersionMax,
 	}
+	if !c.BroadcastTree {
+		// Announce first, use after: without trees, peers must gossip
+		// broadcasts to this member.
+		v.ProtocolMax = wire.ProtocolTree - 1
+	}
+	return v
+}
+
+func (c *Config) treeFlushInterval() time.Duration {
+	if c.TreeFlushInterval > 0 {
+		return c.TreeFlushInterval
+	}
+	return 5 * time.Millisecond
+}
+
+func (c *Config) treeGraftTimeout() time.Duration {
+	if c.TreeGraftTimeout > 0 {
+		return c.TreeGraftTimeout
+	}
+	return max(c.ProbeTimeout/2, 100*time.Millisecond)
+}
+
+func (c *Config) broadcastRetainBytes() int {
+	if c.BroadcastRetainBytes > 0 {
+		return c.BroadcastRetainBytes
+	}
+	return 8 << 20
 }

@@ -38,7 +38,8 @@
 //     (local health), timers.go (the one timer queue), admission.go (the
 //     application's say over who joins), partition.go (the partition
 //     alarm), usermsg.go (the applications' messages and broadcasts),
-//     userping.go (the applications' pings and round trips) and
+//     tree.go (the broadcast trees: eager pushes, announcements, grafts
+//     and prunes), userping.go (the applications' pings and round trips) and
 //     observer.go (measurements for metrics). Every input carries now;
 //     every output (packets, stream exchanges, events, the next deadline)
 //     is data; NextDeadline is the head of the timer queue.

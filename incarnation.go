@@ -503,4 +503,5 @@ func (m *Machine) setState(now time.Time, s *memberState, state State) {
 		m.removeDead(s)
 		m.appendDead(s, now)
 	}
+	m.treeMemberChanged(s)
 }

@@ -233,6 +233,7 @@ type machineState struct {
 	seen       map[string]*seenWindows
 	bcastEpoch uint64
 	bcastSeq   uint32
+	tree       treeState // epidemic broadcast trees (tree.go)
 
 	// anti-entropy and join (pushpull.go)
 	streams       map[uint64]pendingStream
@@ -302,6 +303,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit, 0)
 	m.uq = newBroadcastQueue(cfg.UserBroadcastLimit, cfg.UserBroadcastBytes)
 	m.seen = make(map[string]*seenWindows)
+	m.tree.init()
 	m.bcastEpoch = epochOf(now)
 	m.selfName = cfg.Name
 	if cfg.Observer != nil {
@@ -370,6 +372,13 @@ func (m *Machine) Stats() Stats {
 	s.UserBroadcastsDropped = m.uq.dropped
 	s.UserBroadcastQueueLen = m.uq.Len()
 	s.UserBroadcastQueueBytes = m.uq.bytes
+	s.TreePeers = len(m.tree.peers)
+	for _, p := range m.tree.peers {
+		s.TreeLazyLinks += len(p.lazy)
+		s.TreeQueueBytes += p.pushBytes
+	}
+	s.TreeRetainedBytes = m.tree.bytes
+	s.TreeMissing = len(m.tree.missing)
 	return s
 }
 
@@ -455,7 +464,8 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 	// leave check) sees the member's new incarnation.
 	for _, msg := range msgs {
 		switch msg := msg.(type) {
-		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast, *wire.Heartbeat, *wire.ViewDigest:
+		case *wire.Ping, *wire.PingReq, *wire.Ack, *wire.Nack, *wire.User, *wire.Broadcast, *wire.Heartbeat, *wire.ViewDigest,
+			*wire.IHave, *wire.Graft, *wire.Prune:
 			continue
 		case *wire.AckPayload:
 			m.ackPayloads = append(m.ackPayloads, msg)
@@ -487,7 +497,13 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		case *wire.User:
 			m.handleUser(from, sender, msg)
 		case *wire.Broadcast:
-			m.handleBroadcast(sender, msg)
+			m.handleBroadcast(now, sender, msg)
+		case *wire.IHave:
+			m.handleIHave(now, sender, msg)
+		case *wire.Graft:
+			m.handleGraft(now, sender, msg)
+		case *wire.Prune:
+			m.handlePrune(now, sender, msg)
 		case *wire.Ack:
 			m.handleAck(now, from, msg)
 		case *wire.Nack:
@@ -791,16 +807,35 @@ type Stats struct {
 	BroadcastsDropped            uint64 // queue over BroadcastQueueLimit
 	BroadcastQueueLen            int    // deltas waiting now (a gauge, not a counter)
 	// Applications' data (usermsg.go).
-	MessagesSent               uint64 // SendBestEffort and SendReliable calls that sent
-	MessagesReceived           uint64 // messages and broadcasts handed to the driver (Ready.Messages)
-	MessagesRefused            uint64 // from an address that is no member, in another member's name, or over MaxMessageSize
-	BroadcastsQueued           uint64 // Broadcast calls
-	BroadcastsDelivered        uint64 // others' broadcasts received for the first time
-	BroadcastsDuplicate        uint64 // ... received again (or too late to tell), not delivered
-	BroadcastsRefused          uint64 // from one origin more than MaxMembers origins are tracked
-	UserBroadcastsDropped      uint64 // queue over UserBroadcastLimit or UserBroadcastBytes
-	UserBroadcastQueueLen      int    // broadcasts waiting now (a gauge)
-	UserBroadcastQueueBytes    int    // their bytes (a gauge)
+	MessagesSent            uint64 // SendBestEffort and SendReliable calls that sent
+	MessagesReceived        uint64 // messages and broadcasts handed to the driver (Ready.Messages)
+	MessagesRefused         uint64 // from an address that is no member, in another member's name, or over MaxMessageSize
+	BroadcastsQueued        uint64 // Broadcast calls
+	BroadcastsDelivered     uint64 // others' broadcasts received for the first time
+	BroadcastsDuplicate     uint64 // ... received again (or too late to tell), not delivered
+	BroadcastsRefused       uint64 // from one origin more than MaxMembers origins are tracked
+	UserBroadcastsDropped   uint64 // queue over UserBroadcastLimit or UserBroadcastBytes
+	UserBroadcastQueueLen   int    // broadcasts waiting now (a gauge)
+	UserBroadcastQueueBytes int    // their bytes (a gauge)
+	BroadcastsStale         uint64 // keyed broadcasts older than the value of their key delivered here: neither delivered nor passed on
+	// Epidemic broadcast trees (tree.go).
+	TreePushesSent             uint64 // broadcasts pushed over eager links
+	TreePushesDropped          uint64 // pushes dropped from a link's full queue (its noisiest origin's newest)
+	TreeRedundant              uint64 // broadcasts that came again over a tree link (the redundant receptions)
+	TreePrunesSent             uint64 // eager links turned lazy by a redundant copy
+	TreePrunesReceived         uint64
+	TreeAnnouncementsSent      uint64 // broadcast identifiers announced to lazy neighbors (in IHave)
+	TreeAnnouncementsReceived  uint64
+	TreeGraftsSent             uint64 // broadcasts asked of an announcer, not received in time
+	TreeGraftsReceived         uint64
+	TreeGraftsUnknown          uint64 // asked for, not retained here: nothing sent
+	TreeGraftsAbandoned        uint64 // announced broadcasts never received after treeGraftTries grafts
+	TreeRefused                uint64 // tree messages from no live member of the tree protocol, or announcements over the bound
+	TreePeers                  int    // neighbors now (a gauge)
+	TreeLazyLinks              int    // (neighbor, origin) pairs pruned: the links that only announce that origin's broadcasts (a gauge)
+	TreeQueueBytes             int    // pushes queued on links (a gauge)
+	TreeRetainedBytes          int    // broadcasts retained for grafts (a gauge)
+	TreeMissing                int    // broadcasts announced, not received (a gauge)
 	StatesRefused              uint64 // applications' states in push-pulls over MaxStateSize, not handed on
 	AdmissionsRefused          uint64 // new members Config.Admit refused
 	NameConflicts              uint64 // second live processes found claiming this member's name (EventConflict)

@@ -137,7 +137,11 @@ type Memberlist struct {
 	// outcomes routes each Outcome of the Machine (SendReliable,
 	// Broadcast) to the caller waiting for it.
 	outcomes map[uint64]chan<- error
-	pings    map[uint64]chan<- Outcome // Ping's outcomes, carrying the round trip
+	// room, when set, is closed (and cleared) by the first output after
+	// which Broadcast would no longer refuse for a full queue: the wake-up
+	// of BroadcastWait's callers.
+	room  chan struct{}
+	pings map[uint64]chan<- Outcome // Ping's outcomes, carrying the round trip
 }
 
 // MemberlistStats are the core's counters plus the driver's own.

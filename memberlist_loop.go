@@ -318,6 +318,10 @@ func (ml *Memberlist) output() output {
 	for _, msg := range rd.Messages {
 		ml.queueMessage(msg)
 	}
+	if ml.room != nil && !m.BroadcastBackedUp() {
+		close(ml.room)
+		ml.room = nil
+	}
 	for _, o := range rd.Outcomes {
 		// Both channels are buffered: the caller may have stopped waiting.
 		if ch, ok := ml.outcomes[o.ID]; ok {

@@ -3,6 +3,7 @@ package swim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -81,26 +82,36 @@ func (ml *Memberlist) SendReliable(ctx context.Context, to string, msg []byte) e
 	}
 }
 
-// Broadcast queues msg for every other member: it rides on probes and
-// gossip next to membership news, each member passes it on as it does
-// that news (so it reaches all in O(log N) gossip rounds), and each
-// delivers it once to its Messages handler. It never travels to members
-// whose release reads no application messages.
+// Broadcast sends msg to every other member, delivered once to each one's
+// Messages handler. Between members of this release it travels on
+// epidemic broadcast trees (Config.BroadcastTree, on by default): each
+// member pushes it at once to a few neighbors and announces it to the
+// others, which ask for it if their push does not come, so it reaches
+// every live member about once, in a few hops. To and from members of an
+// older release it rides on probes and gossip next to membership news, as
+// often as any delta is passed on. It never travels to members whose
+// release reads no application messages.
 //
 // A non-empty key makes this broadcast replace this member's earlier one
 // with the same key wherever it is still queued, here and at the members
 // relaying it (memberlist's named broadcasts): only the newest value of a
-// key keeps spreading, though a member may still deliver the older one
-// first if it arrived first.
+// key keeps spreading, and no member delivers an older value of a key
+// after a newer one.
 //
 // The channel returned receives one value once the broadcast's fate here
-// is known: nil when this member has sent it as often as any delta is
-// sent (its relays carry on after that); ErrBroadcastReplaced or
-// ErrBroadcastDropped otherwise. Nobody has to read it. msg is limited to
-// half a packet with its framing, about 600 bytes at the default
-// PacketBudget (ErrMessageTooLarge): membership news keeps the other half
-// (the fair budget). Larger data goes through SendReliable or a state
-// exchange.
+// is known: nil once this member has sent it (to its tree neighbors, or
+// as often as any delta while gossip carries it; the relays carry on after
+// that); ErrBroadcastReplaced or ErrBroadcastDropped otherwise. Nobody has
+// to read it.
+//
+// msg is limited to one packet with its framing on the trees, about 1,300
+// bytes at the default PacketBudget, and to half of one while a member of
+// an older release is live (membership news keeps the other half: the
+// fair budget); larger, it returns an error matching ErrMessageTooLarge.
+// Larger data goes through SendReliable or a state exchange. While this
+// member's tree links are backed up (its neighbors cannot take what it
+// sends as fast), Broadcast returns an error matching
+// ErrBroadcastQueueFull at once; BroadcastWait waits for room instead.
 func (ml *Memberlist) Broadcast(msg []byte, key string) (<-chan error, error) {
 	if ml.isShutdown() {
 		return nil, ErrShutdown
@@ -119,6 +130,31 @@ func (ml *Memberlist) Broadcast(msg []byte, key string) (<-chan error, error) {
 		return nil, fmt.Errorf("swim: broadcast: %w", bErr)
 	}
 	return done, nil
+}
+
+// BroadcastWait is Broadcast, waiting for room while this member's tree
+// links are backed up, until ctx is done (its error is returned) or the
+// member shuts down. Every other error returns at once, as Broadcast's.
+func (ml *Memberlist) BroadcastWait(ctx context.Context, msg []byte, key string) (<-chan error, error) {
+	for {
+		done, err := ml.Broadcast(msg, key)
+		if !errors.Is(err, ErrBroadcastQueueFull) {
+			return done, err
+		}
+		ml.mu.Lock()
+		if ml.room == nil {
+			ml.room = make(chan struct{})
+		}
+		room := ml.room
+		ml.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ml.stop:
+			return nil, ErrShutdown
+		}
+	}
 }
 
 // withLocalState adds the application's state (Config.State) to an

@@ -123,8 +123,49 @@ func TestBroadcastOverSockets(t *testing.T) {
 		}
 		require.LessOrEqual(t, count, 1, "node-%d got it %d times", i, count)
 	}
-	_, err = ms[0].Broadcast(make([]byte, 1000), "")
+	_, err = ms[0].Broadcast(make([]byte, 1500), "")
 	require.ErrorIs(t, err, ErrMessageTooLarge)
+}
+
+// BroadcastWait waits for room where Broadcast would refuse: with room
+// for one own broadcast not yet sent, a burst of them all go through and
+// reach the other members.
+func TestBroadcastWaitOverSockets(t *testing.T) {
+	const n, burst = 3, 50
+	boxes := make([]*inbox, n)
+	ms := startClusterWith(t, n, func(i int, c *Config) {
+		boxes[i] = &inbox{}
+		c.Messages = boxes[i]
+		c.UserBroadcastLimit = 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	refused := 0
+	for i := range burst {
+		msg := []byte(fmt.Sprintf("b%03d", i))
+		if _, err := ms[0].Broadcast(msg, ""); errors.Is(err, ErrBroadcastQueueFull) {
+			refused++
+		} else {
+			require.NoError(t, err)
+			continue
+		}
+		_, err := ms[0].BroadcastWait(ctx, msg, "")
+		require.NoError(t, err)
+	}
+	for i := 1; i < n; i++ {
+		require.Eventually(t, func() bool { return len(boxes[i].all()) == burst }, formTimeout, pollEvery, "node-%d", i)
+	}
+	t.Logf("%d of %d broadcasts waited for room", refused, burst)
+
+	cancelled, stop := context.WithCancel(context.Background())
+	stop()
+	var err error
+	for i := 0; i < 10_000 && err == nil; i++ {
+		// Until the queue is full, a cancelled context does not matter;
+		// once it is, BroadcastWait returns the context's error.
+		_, err = ms[0].BroadcastWait(cancelled, []byte("x"), "")
+	}
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 // kvState is a tiny state delegate: a set of strings, merged by union.

@@ -130,6 +130,7 @@ func (m *Machine) setIdentity(now time.Time, s *memberState, addr netip.AddrPort
 	s.vs = v<<8 | s.vs&0xff
 	if oldVers != vers && m.ring.index(m.ringOrder(), s.id) >= 0 {
 		m.notePairing(now, s)
+		m.treeMemberChanged(s)
 	}
 }
 

@@ -53,6 +53,8 @@ const (
 	timerMoveCheck                      // key: the check's seq to the new address, name; a move's verdict (moves.go)
 	timerNewcomerCheck                  // key: ping seq; a member not known stayed silent at its address (newcomers.go)
 	timerLeaveNotices                   // singleton: the leave notices not acknowledged are sent again (lifecycle.go)
+	timerTreeFlush                      // singleton: the tree links' queues are sent (tree.go)
+	timerTreeGraft                      // key: broadcast id, inc: tries; an announced broadcast is still missing (tree.go)
 	timerKinds
 )
 
@@ -260,6 +262,11 @@ func init() {
 		timerHeardSweep:   {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.sweepHeard(now) }},
 		timerMerge:        {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.tickMerges(now) }},
 		timerLeaveNotices: {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.resendLeaveNotices(now) }},
+		timerTreeFlush:    {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.treeFlush(now) }},
+		timerTreeGraft: {
+			current: func(m *Machine, t *timer) bool { mb := m.tree.missing[t.key]; return mb != nil && mb.tries == t.inc },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.treeGraftDue(now, t.key) },
+		},
 		timerStream: {
 			current: func(m *Machine, t *timer) bool { _, ok := m.streams[t.key]; return ok },
 			fire:    func(m *Machine, now time.Time, t *timer) { m.expireStream(now, t.key) },

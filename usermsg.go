@@ -81,6 +81,10 @@ var (
 	// ErrBroadcastReplaced: a newer broadcast with the same key took the
 	// queued one's place before it was sent as often as it would be.
 	ErrBroadcastReplaced = errors.New("swim: broadcast replaced by a newer one with the same key")
+	// ErrBroadcastQueueFull: this member's broadcast links are backed
+	// up; the broadcast was not sent. Try again, or wait for room
+	// (Memberlist.BroadcastWait).
+	ErrBroadcastQueueFull = errors.New("swim: broadcast queue full")
 	// ErrBroadcastDropped: the broadcast queue was over its bounds
 	// (UserBroadcastLimit, UserBroadcastBytes) and this one, among the
 	// most sent, made room.
@@ -150,21 +154,29 @@ func (m *Machine) messageTarget(to string) (*memberState, error) {
 	return s, nil
 }
 
-// Broadcast queues payload for every other member and returns the ID under
-// which its Outcome is reported once it has been sent as often as any
-// delta is, or was replaced or dropped. A non-empty key makes it replace
-// this member's pending broadcast with the same key, here and in every
-// queue it reaches: only the newest value of a key keeps spreading. The
-// framed broadcast must fit half of a packet (the application's share of
-// the fair budget, see piggyback): about 600 bytes of payload at the
-// default PacketBudget; a larger one returns an error matching
-// ErrMessageTooLarge.
+// Broadcast sends payload to every other member and returns the ID under
+// which its Outcome is reported: once it is pushed along this member's
+// tree links (tree.go), or, while some member reads only gossip (a
+// release before wire.ProtocolTree, or BroadcastTree off), once it has
+// been gossiped as often as any delta is; or when it was replaced or
+// dropped. A non-empty key makes it replace this member's pending
+// broadcast with the same key, here and in every queue it reaches: only
+// the newest value of a key keeps spreading, and no member delivers an
+// older value of a key after a newer one. The framed broadcast must fit
+// one packet on the trees (about 1,300 bytes at the default PacketBudget)
+// and half of one while gossip carries it (the application's share of the
+// fair budget, see piggyback); a larger one returns an error matching
+// ErrMessageTooLarge. While this member's tree links are backed up it
+// returns ErrBroadcastQueueFull at once: try again later.
 func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, error) {
 	if m.self.state() != StateAlive {
 		return 0, ErrLeft
 	}
 	if len(key) > wire.MaxKeyLen {
 		return 0, fmt.Errorf("%w: key of %d bytes, limit %d", ErrMessageTooLarge, len(key), wire.MaxKeyLen)
+	}
+	if m.treeBackedUp() {
+		return 0, ErrBroadcastQueueFull
 	}
 	if m.bcastSeq == ^uint32(0) {
 		// Out of sequence numbers: a new epoch, later than the last.
@@ -175,19 +187,67 @@ func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, 
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
 	}
-	if room := m.maxBroadcastFrame(); len(frame) > room {
+	if room := m.maxOwnBroadcastFrame(); len(frame) > room {
 		return 0, fmt.Errorf("%w: %d bytes framed, a broadcast may take %d", ErrMessageTooLarge, len(frame), room)
 	}
 	m.bcastSeq++
 	m.streamID++ // the IDs of streams and broadcasts are drawn from one counter
 	id := m.streamID
-	m.uq.queueOrdered(&broadcast{
-		key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser,
-		epoch: msg.Epoch, seq: msg.Seq, notify: id,
-	})
-	m.eagerNewsQueued() // not held back by a join storm's spacing
 	m.stats.BroadcastsQueued++
+	gossip := m.gossipsBroadcasts()
+	if m.treeOn() {
+		if !gossip {
+			m.tree.notify = append(m.tree.notify, id) // reported by the next flush
+		}
+		m.treeNew(now, nil, msg, frame)
+	}
+	if gossip {
+		m.uq.queueOrdered(&broadcast{
+			key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser,
+			epoch: msg.Epoch, seq: msg.Seq, notify: id,
+		})
+		m.eagerNewsQueued() // not held back by a join storm's spacing
+	}
 	return id, nil
+}
+
+// gossipsBroadcasts reports whether broadcasts go by gossip too: without
+// trees here, or while a live member reads only gossip.
+func (m *Machine) gossipsBroadcasts() bool {
+	return !m.treeOn() || len(m.tree.oldPeers) > 0
+}
+
+// maxOwnBroadcastFrame is the largest broadcast frame this member may
+// send now: a packet's worth on the trees alone, maxBroadcastFrame while
+// gossip carries it too.
+func (m *Machine) maxOwnBroadcastFrame() int {
+	if m.gossipsBroadcasts() {
+		return m.maxBroadcastFrame()
+	}
+	return m.packetBudget() - wire.CompoundHeaderMax - wire.FrameOverheadMax
+}
+
+// BroadcastBackedUp reports whether Broadcast would return
+// ErrBroadcastQueueFull now; a driver waiting for room asks it after each
+// input.
+func (m *Machine) BroadcastBackedUp() bool { return m.treeBackedUp() }
+
+// treeBackedUp reports whether this member's tree links hold so much
+// that its own broadcasts must wait: half a link's bound on one link, or
+// UserBroadcastLimit of its own not yet flushed.
+func (m *Machine) treeBackedUp() bool {
+	if !m.treeOn() {
+		return false
+	}
+	if len(m.tree.notify) >= m.cfg.UserBroadcastLimit {
+		return true
+	}
+	for _, p := range m.tree.peers {
+		if p.pushBytes > treeLinkBytes/2 {
+			return true
+		}
+	}
+	return false
 }
 
 // maxBroadcastFrame is the largest broadcast frame: half of what a packet
@@ -217,19 +277,21 @@ func broadcastKey(b *wire.Broadcast) string {
 // what the broadcasts left. So a cluster whose membership churns still
 // carries applications' data (at 2,500 members, membership news alone can
 // fill every packet), and a flood of broadcasts never holds back a
-// suspicion or a refutation by more than half a packet's room.
+// suspicion or a refutation by more than half a packet's room. Broadcasts
+// go by gossip only to members that read no trees (tree.go); announcements
+// of the trees take what room is left.
 func (m *Machine) piggyback(frames [][]byte, budget int, to netip.AddrPort) [][]byte {
 	proto := m.protocolAt(to)
 	limit := m.retransmitLimit()
-	if m.uq.Len() == 0 || proto < wire.ProtocolUser {
-		frames, _ = m.bq.take(frames, budget, limit, proto)
-		return frames
+	if m.uq.Len() == 0 || proto < wire.ProtocolUser || m.treeOn() && proto >= wire.ProtocolTree {
+		frames, used := m.bq.take(frames, budget, limit, proto)
+		return m.treePiggyback(frames, budget-used, to)
 	}
 	frames, used := m.bq.take(frames, budget/2, limit, proto)
 	frames, more := m.uq.take(frames, budget-used, limit, proto)
 	used += more
-	frames, _ = m.bq.takeMore(frames, budget-used, limit, proto)
-	return frames
+	frames, more = m.bq.takeMore(frames, budget-used, limit, proto)
+	return m.treePiggyback(frames, budget-used-more, to)
 }
 
 // handleUser delivers a direct message that came in a packet, if its
@@ -287,16 +349,23 @@ func userReply(resp []byte, err error) error {
 	return nil
 }
 
-// handleBroadcast delivers a broadcast seen for the first time and queues
-// it to be passed on, as a membership delta is (SWIM §4.1). Only members
-// relay: a broadcast from an address not in the table is refused.
-func (m *Machine) handleBroadcast(sender *memberState, msg *wire.Broadcast) {
+// handleBroadcast delivers a broadcast seen for the first time and passes
+// it on: along the trees (tree.go) and, to members that read only gossip,
+// as a membership delta is (SWIM §4.1). Only members relay: a broadcast
+// from an address not in the table is refused. A keyed broadcast older
+// than the value of its key delivered here is neither delivered nor
+// passed on.
+func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.Broadcast) {
 	if sender == nil {
 		m.stats.MessagesRefused++
 		return
 	}
+	tree := m.treeOn() && m.treeCapable(sender)
 	if msg.Origin == m.selfName {
-		return // our own, back from a relay
+		if tree {
+			m.treeDuplicate(now, sender, msg.Origin) // our own, back over a link
+		}
+		return
 	}
 	w := m.seen[msg.Origin]
 	if w == nil {
@@ -307,8 +376,24 @@ func (m *Machine) handleBroadcast(sender *memberState, msg *wire.Broadcast) {
 		w = &seenWindows{}
 		m.seen[msg.Origin] = w
 	}
-	if !w.mark(msg.Epoch, msg.Seq) {
+	var fresh bool
+	if m.treeOn() && w.behind(msg.Epoch, msg.Seq) {
+		// Past the window (a fast origin, a broadcast grafted late): the
+		// retained broadcasts tell.
+		_, held := m.tree.retained[TreeID(msg.Origin, msg.Epoch, msg.Seq)]
+		fresh = !held
+	} else {
+		fresh = w.mark(msg.Epoch, msg.Seq)
+	}
+	if !fresh {
 		m.stats.BroadcastsDuplicate++
+		if tree {
+			m.treeDuplicate(now, sender, msg.Origin)
+		}
+		return
+	}
+	if msg.Key != "" && !m.newestOfKey(msg) {
+		m.stats.BroadcastsStale++
 		return
 	}
 	m.stats.BroadcastsDelivered++
@@ -318,9 +403,36 @@ func (m *Machine) handleBroadcast(sender *memberState, msg *wire.Broadcast) {
 		m.stats.EncodeErrors++
 		return
 	}
-	if m.uq.queueOrdered(&broadcast{key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq}) {
+	if m.treeOn() {
+		var from *treePeer
+		if tree {
+			// Plumtree §3.1: a link a broadcast first came over is
+			// eager, in its origin's tree.
+			if from = m.treeSender(now, sender); from != nil {
+				delete(from.lazy, msg.Origin)
+			}
+		}
+		m.treeNew(now, from, msg, frame)
+	}
+	if m.gossipsBroadcasts() && m.uq.queueOrdered(&broadcast{key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq}) {
 		m.eagerNewsQueued()
 	}
+}
+
+// newestOfKey reports whether msg, a keyed broadcast, is newer than the
+// value of its key delivered here, and records it if so. The keys
+// remembered are bounded (treeMaxKeys): past the bound, a key not
+// remembered yet is taken as new.
+func (m *Machine) newestOfKey(msg *wire.Broadcast) bool {
+	k := broadcastKey(msg)
+	mark, ok := m.tree.keys[k]
+	if ok && !mark.before(msg.Epoch, msg.Seq) {
+		return false
+	}
+	if ok || len(m.tree.keys) < treeMaxKeys {
+		m.tree.keys[k] = keyMark{epoch: msg.Epoch, seq: msg.Seq}
+	}
+	return true
 }
 
 // evictSeen makes room among the windows of delivered broadcasts, full at
@@ -384,6 +496,17 @@ func (ws *seenWindows) mark(epoch uint64, seq uint32) bool {
 		return ws.w[1].mark(seq)
 	}
 	return false // older than both
+}
+
+// behind reports whether (epoch, seq) is too far behind the windows to
+// tell whether it was delivered.
+func (ws *seenWindows) behind(epoch uint64, seq uint32) bool {
+	for i := range ws.w {
+		if w := &ws.w[i]; w.epoch == epoch {
+			return seq < w.top && w.top-seq >= seenSpan
+		}
+	}
+	return false
 }
 
 func (w *seenWindow) mark(seq uint32) bool {

@@ -210,12 +210,14 @@ func TestBroadcastKeyReplaces(t *testing.T) {
 	require.Equal(t, []Outcome{{ID: first, Err: ErrBroadcastReplaced}}, h.m.Ready().Outcomes)
 	require.Equal(t, 1, h.m.uq.Len())
 
-	// Relayed: p001's key k at seq 5, then its seq 4 arriving late. Both
-	// are delivered (each is news), only seq 5 is passed on.
+	// Relayed: p001's key k at seq 5, then its seq 4 arriving late. Only
+	// seq 5 is delivered and passed on: a member never delivers an older
+	// value of a key after a newer one.
 	epoch := uint64(1_700_000_000_000)
 	h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: mtPeer(1), Epoch: epoch, Seq: 5, Key: "k", Payload: []byte("new")})
 	h.feed(mtPeerAddr(2), &wire.Broadcast{Origin: mtPeer(1), Epoch: epoch, Seq: 4, Key: "k", Payload: []byte("old")})
-	require.Len(t, h.m.Ready().Messages, 2)
+	require.Equal(t, []Message{{Kind: MessageBroadcast, From: mtPeer(1), Key: "k", Payload: []byte("new")}}, h.m.Ready().Messages)
+	require.Equal(t, uint64(1), h.m.Stats().BroadcastsStale)
 	var relayed []string
 	pkts, outcomes := gossipAll(h)
 	for _, p := range pkts {

@@ -100,7 +100,7 @@ func handler(s *Store) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := s.Put(r.PathValue("key"), string(body)); err != nil {
+		if err := s.Put(r.Context(), r.PathValue("key"), string(body)); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -33,8 +34,10 @@ func (e entry) newerThan(o entry) bool {
 // the way dskit's memberlist KV is: each write spreads as a keyed
 // broadcast (a newer write of a key replaces the older one in every
 // queue), and the whole map travels with every push-pull through the state
-// delegate, which repairs whatever a lost broadcast left behind and brings
-// a member that was away up to date.
+// delegate, which brings a member that was away, or joined late, up to
+// date. Between members of this release the broadcasts travel on swim's
+// broadcast trees, which reach every live member with every write, at
+// rates gossip cannot carry: the push-pull is only the catch-up.
 //
 // Give it to swim as Config.Messages and Config.State, then call Attach
 // with the running Memberlist.
@@ -59,8 +62,9 @@ func (s *Store) Attach(ml *swim.Memberlist) {
 	s.mu.Unlock()
 }
 
-// Put writes key and spreads the write.
-func (s *Store) Put(key, value string) error {
+// Put writes key and spreads the write. While this member's broadcast
+// links are backed up it waits for room, until ctx is done.
+func (s *Store) Put(ctx context.Context, key, value string) error {
 	s.mu.Lock()
 	version := max(time.Now().UnixNano(), s.last+1)
 	e := entry{Key: key, Value: value, Version: version, Writer: s.name}
@@ -74,7 +78,7 @@ func (s *Store) Put(key, value string) error {
 	if err != nil {
 		return err
 	}
-	_, err = ml.Broadcast(data, key)
+	_, err = ml.BroadcastWait(ctx, data, key)
 	return err
 }
 

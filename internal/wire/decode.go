@@ -216,6 +216,17 @@ func decodeFrameInto(b []byte, m Message, skipped *int) error {
 		m.Live = uint32(d.uint("Live", math.MaxUint32))
 		m.Digest = uint32(d.uint("Digest", math.MaxUint32))
 		d.skip("", n-2)
+	case *IHave:
+		m.IDs = decodeIDs(&d)
+	case *Graft:
+		m.IDs = decodeIDs(&d)
+	case *Prune:
+		n := d.arrayLen("", 1, math.MaxInt)
+		origin := d.raw("Origin", MaxNameLen, true)
+		d.skip("", n-1)
+		if d.err == nil {
+			m.Origin, _, _ = pack(origin, nil, nil)
+		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("", ErrTrailingBytes)
@@ -270,6 +281,12 @@ func newMessage(t Type) Message {
 		return new(Heartbeat)
 	case TypeViewDigest:
 		return new(ViewDigest)
+	case TypeIHave:
+		return new(IHave)
+	case TypeGraft:
+		return new(Graft)
+	case TypePrune:
+		return new(Prune)
 	}
 	return nil
 }
@@ -304,6 +321,12 @@ func newSingle(t Type) []Message {
 		return single[Heartbeat]()
 	case TypeViewDigest:
 		return single[ViewDigest]()
+	case TypeIHave:
+		return single[IHave]()
+	case TypeGraft:
+		return single[Graft]()
+	case TypePrune:
+		return single[Prune]()
 	}
 	return nil
 }
@@ -336,13 +359,16 @@ type slabs struct {
 	ackData  []AckPayload
 	beat     []Heartbeat
 	digest   []ViewDigest
+	ihave    []IHave
+	graft    []Graft
+	prune    []Prune
 }
 
 // newSlabs counts the types of the n frames ahead of d (a copy: the real
 // pass reports any error) and takes an array for each type present from
 // keep, which it grows as needed (an empty keep: new arrays).
 func newSlabs(d decoder, n int, keep *slabs) slabs {
-	var counts [TypeViewDigest + 1]int
+	var counts [typeLast + 1]int
 	for range n {
 		f := d.raw("", math.MaxInt, false)
 		if d.err != nil || len(f) == 0 {
@@ -357,7 +383,7 @@ func newSlabs(d decoder, n int, keep *slabs) slabs {
 
 // newSlabsCounted takes from keep an array of counts[t] messages of each
 // type t.
-func newSlabsCounted(counts [TypeViewDigest + 1]int, keep *slabs) slabs {
+func newSlabsCounted(counts [typeLast + 1]int, keep *slabs) slabs {
 	return slabs{
 		ping:     slabOf(&keep.ping, counts[TypePing]),
 		pingReq:  slabOf(&keep.pingReq, counts[TypePingReq]),
@@ -372,6 +398,9 @@ func newSlabsCounted(counts [TypeViewDigest + 1]int, keep *slabs) slabs {
 		ackData:  slabOf(&keep.ackData, counts[TypeAckPayload]),
 		beat:     slabOf(&keep.beat, counts[TypeHeartbeat]),
 		digest:   slabOf(&keep.digest, counts[TypeViewDigest]),
+		ihave:    slabOf(&keep.ihave, counts[TypeIHave]),
+		graft:    slabOf(&keep.graft, counts[TypeGraft]),
+		prune:    slabOf(&keep.prune, counts[TypePrune]),
 	}
 }
 
@@ -394,7 +423,7 @@ func slabOf[T any](keep *[]T, n int) []T {
 // one returns the zero message of type t a packet of that one message
 // decodes into, or nil for a type this version does not know.
 func (pd *PacketDecoder) one(t Type) Message {
-	var counts [TypeViewDigest + 1]int
+	var counts [typeLast + 1]int
 	if t > 0 && int(t) < len(counts) {
 		counts[t] = 1
 	}
@@ -432,6 +461,12 @@ func (s *slabs) next(t Type) Message {
 		return take(&s.beat)
 	case TypeViewDigest:
 		return take(&s.digest)
+	case TypeIHave:
+		return take(&s.ihave)
+	case TypeGraft:
+		return take(&s.graft)
+	case TypePrune:
+		return take(&s.prune)
 	}
 	return nil
 }
@@ -577,6 +612,31 @@ func decodeBroadcast(d *decoder, m *Broadcast) {
 	if d.err == nil {
 		m.Origin, m.Key, _ = pack(origin, key, nil)
 	}
+}
+
+// decodeIDs reads the body of an IHave or a Graft. The identifiers are
+// allocated only for a count the input can hold (one byte each at least).
+func decodeIDs(d *decoder) []uint64 {
+	n := d.arrayLen("", 1, math.MaxInt)
+	count := d.arrayLen("IDs", 0, MaxTreeIDs)
+	if d.err == nil && count > len(d.b) {
+		d.fail("IDs", ErrTruncated)
+	}
+	if d.err != nil {
+		return nil
+	}
+	var ids []uint64
+	if count > 0 {
+		ids = make([]uint64, count)
+		for i := range ids {
+			ids[i] = d.uint("IDs", math.MaxUint64)
+		}
+	}
+	d.skip("", n-1)
+	if d.err != nil {
+		return nil
+	}
+	return ids
 }
 
 func decodePushPull(d *decoder, m *PushPull) {

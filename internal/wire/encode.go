@@ -256,10 +256,46 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		b = appendUint(b, uint64(m.Live))
 		return appendUint(b, uint64(m.Digest)), nil
 
+	case *IHave:
+		if m == nil {
+			return b, errNilMessage
+		}
+		return appendIDs(b, TypeIHave, m.IDs)
+
+	case *Graft:
+		if m == nil {
+			return b, errNilMessage
+		}
+		return appendIDs(b, TypeGraft, m.IDs)
+
+	case *Prune:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkLen(TypePrune, "Origin", len(m.Origin), MaxNameLen); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 1)
+		return appendString(b, m.Origin), nil
+
 	case nil:
 		return b, errNilMessage
 	}
 	return b, fmt.Errorf("wire: encode %T: %w", msg, ErrUnknownType)
+}
+
+// appendIDs appends the body of an IHave or a Graft: an array holding the
+// array of identifiers.
+func appendIDs(b []byte, t Type, ids []uint64) ([]byte, error) {
+	if err := checkLen(t, "IDs", len(ids), MaxTreeIDs); err != nil {
+		return b, err
+	}
+	b = appendArrayLen(b, 1)
+	b = appendArrayLen(b, len(ids))
+	for _, id := range ids {
+		b = appendUint(b, id)
+	}
+	return b, nil
 }
 
 // checkLen reports a length over its limit as an error wrapping ErrTooLarge.

@@ -86,6 +86,12 @@ func (t Type) String() string {
 		return "heartbeat"
 	case TypeViewDigest:
 		return "viewDigest"
+	case TypeIHave:
+		return "iHave"
+	case TypeGraft:
+		return "graft"
+	case TypePrune:
+		return "prune"
 	}
 	return "Type(" + strconv.Itoa(int(t)) + ")"
 }

@@ -83,9 +83,25 @@ func protocol4Cases() []golden {
 	}
 }
 
+// protocol6Cases are the golden vectors of the kinds protocol 6 added
+// (ProtocolTree).
+func protocol6Cases() []golden {
+	return []golden{
+		{"ihave", []Message{&IHave{IDs: []uint64{1, 0x9e3779b97f4a7c15, 1 << 40}}}},
+		{"graft", []Message{&Graft{IDs: []uint64{0xfedcba9876543210}}}},
+		{"prune", []Message{&Prune{Origin: "node-00009"}}},
+		{"tree-compound", []Message{
+			&Broadcast{Origin: "node-00003", Epoch: 1796171455000, Seq: 12, Payload: []byte{4, 5}},
+			&Broadcast{Origin: "node-00007", Epoch: 1796171455001, Seq: 3, Key: "k", Payload: []byte{6}},
+			&IHave{IDs: []uint64{0x0123456789abcdef}},
+			&Prune{Origin: "node-00003"},
+		}},
+	}
+}
+
 // allGoldenCases are the golden vectors of every protocol.
 func allGoldenCases() []golden {
-	return slices.Concat(goldenCases(), protocol3Cases(), protocol4Cases())
+	return slices.Concat(goldenCases(), protocol3Cases(), protocol4Cases(), protocol6Cases())
 }
 
 // encodeMessages encodes msgs as one packet the way a sender would: a plain

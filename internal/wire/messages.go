@@ -36,7 +36,7 @@ const (
 	// ProtocolMin is the oldest protocol this version speaks.
 	ProtocolMin uint8 = 1
 	// ProtocolMax is the newest protocol this version speaks.
-	ProtocolMax uint8 = 5
+	ProtocolMax uint8 = 6
 	// ProtocolUser is the first protocol with application data: User
 	// messages, Broadcasts and AckPayloads. None is sent to a peer that
 	// announced less.
@@ -51,6 +51,12 @@ const (
 	// check goes unanswered was not its own, and counts as a death. No
 	// message changes.
 	ProtocolLeaveNotice uint8 = 5
+	// ProtocolTree is the first protocol with epidemic broadcast trees:
+	// the applications' broadcasts travel to such a member along a tree
+	// (IHave, Graft and Prune; the Broadcast itself is unchanged) instead
+	// of riding gossip. A member gossips them only to members that
+	// announced less.
+	ProtocolTree uint8 = 6
 )
 
 // Versions is the range of protocol versions a member speaks and the range
@@ -108,6 +114,13 @@ const (
 	// From ProtocolPaired on.
 	TypeHeartbeat  Type = 13
 	TypeViewDigest Type = 14
+	// From ProtocolTree on.
+	TypeIHave Type = 15
+	TypeGraft Type = 16
+	TypePrune Type = 17
+
+	// typeLast is the highest type this version knows.
+	typeLast = TypePrune
 )
 
 // Limits enforced by every decoder.
@@ -129,6 +142,8 @@ const (
 	MaxLabelLen = 255
 	// MaxKeyLen bounds a Broadcast's key.
 	MaxKeyLen = 255
+	// MaxTreeIDs bounds the broadcast identifiers in one IHave or Graft.
+	MaxTreeIDs = 1024
 )
 
 // Message is implemented by every message type.
@@ -262,6 +277,30 @@ type ViewDigest struct {
 	Digest uint32
 }
 
+// IHave announces broadcasts the sender holds, by identifier, to a member
+// it does not push them to (a lazy link of the broadcast tree, Plumtree
+// §3.1): a member that does not receive one of them soon after grafts the
+// sender. An identifier is a 64-bit digest of the broadcast's origin,
+// epoch and sequence number (swim's TreeID).
+type IHave struct {
+	IDs []uint64
+}
+
+// Graft asks the receiver to push broadcasts to the sender from now on
+// (its link becomes eager) and to send the broadcasts of IDs it holds
+// (Plumtree §3.2). A Graft without IDs only joins the link to the tree.
+type Graft struct {
+	IDs []uint64
+}
+
+// Prune tells the receiver that the sender got a broadcast of Origin from
+// it that it already had: the link stops carrying that origin's broadcasts
+// and carries their announcements only (Plumtree §3.1; one tree per
+// origin).
+type Prune struct {
+	Origin string
+}
+
 // Unknown stands for a message of a kind this version does not know, sent
 // by a newer peer: DecodePacket returns it in the message's place instead of
 // rejecting the packet, and the receiver skips it (and counts it).
@@ -288,4 +327,7 @@ func (*Broadcast) Type() Type  { return TypeBroadcast }
 func (*AckPayload) Type() Type { return TypeAckPayload }
 func (*Heartbeat) Type() Type  { return TypeHeartbeat }
 func (*ViewDigest) Type() Type { return TypeViewDigest }
+func (*IHave) Type() Type      { return TypeIHave }
+func (*Graft) Type() Type      { return TypeGraft }
+func (*Prune) Type() Type      { return TypePrune }
 func (u *Unknown) Type() Type  { return u.Kind }

@@ -114,6 +114,12 @@ func TestRoundTrip(t *testing.T) {
 		{"heartbeat", &Heartbeat{From: name255}},
 		{"view digest empty", &ViewDigest{}},
 		{"view digest", &ViewDigest{Live: math.MaxUint32, Digest: math.MaxUint32}},
+		{"ihave", &IHave{IDs: []uint64{0, 1, math.MaxUint64}}},
+		{"ihave max", &IHave{IDs: make([]uint64, MaxTreeIDs)}},
+		{"graft empty", &Graft{}},
+		{"graft", &Graft{IDs: []uint64{42}}},
+		{"prune empty", &Prune{}},
+		{"prune", &Prune{Origin: strings.Repeat("o", MaxNameLen)}},
 		{"compound empty", &Compound{}},
 		{"compound", &Compound{Frames: [][]byte{{byte(TypeAck), 0x91, 0x01}, {byte(TypeNack), 0x91, 0x02}}}},
 	}
@@ -699,4 +705,24 @@ func TestPacketDecoderReusesItsMemory(t *testing.T) {
 	t.Logf("a compound of 10 alives: %.0f allocations, %.0f with a PacketDecoder", fresh, reused)
 	require.Equal(t, float64(len(alives)), reused, "one per alive, for its name and address")
 	require.Less(t, reused, fresh)
+}
+
+// TestTreeIDsBounded: an IHave or Graft over MaxTreeIDs is refused on both
+// ends, and a count its bytes cannot hold is refused before allocation.
+func TestTreeIDsBounded(t *testing.T) {
+	_, err := AppendFrame(nil, &IHave{IDs: make([]uint64, MaxTreeIDs+1)})
+	require.ErrorIs(t, err, ErrTooLarge)
+	_, err = AppendFrame(nil, &Graft{IDs: make([]uint64, MaxTreeIDs+1)})
+	require.ErrorIs(t, err, ErrTooLarge)
+
+	// Hand-built: an array of MaxTreeIDs+1 zeros.
+	body := []byte{byte(TypeIHave), 0x91, mpArray16, byte((MaxTreeIDs + 1) >> 8), byte((MaxTreeIDs + 1) & 0xff)}
+	body = append(body, make([]byte, MaxTreeIDs+1)...)
+	_, err = DecodeFrame(body)
+	require.ErrorIs(t, err, ErrTooLarge)
+
+	// A count of 1000 with two bytes behind it.
+	short := []byte{byte(TypeGraft), 0x91, mpArray16, 0x03, 0xe8, 0x01, 0x02}
+	_, err = DecodeFrame(short)
+	require.Error(t, err)
 }
