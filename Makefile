@@ -127,24 +127,28 @@ scale:
 # chaos: the chaos suite (internal/chaos): 32 agent processes in a private
 # network namespace, faults injected by the kernel (nftables loss, one-way
 # links, isolation; SIGKILL, SIGSTOP/SIGCONT, starvation). Linux and root
-# only (it skips elsewhere); installs nftables/iproute2 if missing. Two
-# passes with the same cases and zero-false-death assertions, about 5
-# minutes each: "plain", then "secure" (-chaos.secure: every agent with one
-# AES-256 key and a cluster label). CHAOS_PASSES=secure runs one; extra
-# flags for both: make chaos CHAOS_FLAGS='-chaos.fault 120s'. Both passes
-# run even when the first fails, and the status is the first failure's.
+# only (it skips elsewhere); installs nftables/iproute2 if missing. Three
+# passes with the same cases, bounds and zero-false-death assertions, about
+# 5 minutes each: "plain", then "secure" (-chaos.secure: every agent with
+# one AES-256 key and a cluster label), then "load" (-chaos.load 10: every
+# agent broadcasting 10 messages of 100 bytes a second throughout, 320 a
+# second for the cluster of 32; plaintext). CHAOS_PASSES=secure runs one;
+# extra flags for every pass: make chaos CHAOS_FLAGS='-chaos.fault 120s'.
+# Every pass runs even when an earlier one fails, and the status is the
+# first failure's.
 # The clean-up (internal/chaos/clean.sh) runs after each, pass or fail: the
 # suite cleans up after itself, but not when its process is killed (a go
 # test -timeout, a signal). `make chaos-clean` runs it alone.
 CHAOS_FLAGS ?=
-CHAOS_PASSES ?= plain secure
+CHAOS_PASSES ?= plain secure load
 chaos:
 	@status=0; \
 	  for pass in $(CHAOS_PASSES); do \
 	    case $$pass in \
 	      plain) flags= ;; \
 	      secure) flags=-chaos.secure ;; \
-	      *) echo "chaos: unknown pass $$pass (want plain or secure)" >&2; exit 2 ;; \
+	      load) flags='-chaos.load 10' ;; \
+	      *) echo "chaos: unknown pass $$pass (want plain, secure or load)" >&2; exit 2 ;; \
 	    esac; \
 	    echo "== chaos pass: $$pass"; \
 	    rc=0; SWIM_CHAOS=1 $(GO) test -count=1 -timeout 20m -v -run '^TestChaos$$' ./internal/chaos $$flags $(CHAOS_FLAGS) || rc=$$?; \

@@ -374,7 +374,7 @@ func (m *Machine) Stats() Stats {
 	s.UserBroadcastQueueBytes = m.uq.bytes
 	s.TreePeers = len(m.tree.peers)
 	for _, p := range m.tree.peers {
-		s.TreeLazyLinks += len(p.lazy)
+		s.TreeLazyLinks += p.lazyTrees()
 		s.TreeQueueBytes += p.pushBytes
 	}
 	s.TreeRetainedBytes = m.tree.bytes
@@ -822,17 +822,17 @@ type Stats struct {
 	TreePushesSent             uint64 // broadcasts pushed over eager links
 	TreePushesDropped          uint64 // pushes dropped from a link's full queue (its noisiest origin's newest)
 	TreeRedundant              uint64 // broadcasts that came again over a tree link (the redundant receptions)
-	TreePrunesSent             uint64 // eager links turned lazy by a redundant copy
+	TreePrunesSent             uint64 // links taken out of a tree (an origin's or the shared one) by a redundant copy
 	TreePrunesReceived         uint64
 	TreeAnnouncementsSent      uint64 // broadcast identifiers announced to lazy neighbors (in IHave)
 	TreeAnnouncementsReceived  uint64
 	TreeGraftsSent             uint64 // broadcasts asked of an announcer, not received in time
-	TreeGraftsReceived         uint64
+	TreeGraftsReceived         uint64 // broadcasts neighbors asked of this member (identifiers in Grafts)
 	TreeGraftsUnknown          uint64 // asked for, not retained here: nothing sent
 	TreeGraftsAbandoned        uint64 // announced broadcasts never received after treeGraftTries grafts
 	TreeRefused                uint64 // tree messages from no live member of the tree protocol, or announcements over the bound
 	TreePeers                  int    // neighbors now (a gauge)
-	TreeLazyLinks              int    // (neighbor, origin) pairs pruned: the links that only announce that origin's broadcasts (a gauge)
+	TreeLazyLinks              int    // (neighbor, tree) pairs pruned, a tree being the shared one or an origin's own: links that only announce that tree's broadcasts (a gauge)
 	TreeQueueBytes             int    // pushes queued on links (a gauge)
 	TreeRetainedBytes          int    // broadcasts retained for grafts (a gauge)
 	TreeMissing                int    // broadcasts announced, not received (a gauge)

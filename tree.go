@@ -30,17 +30,32 @@ import (
 // one without being its neighbor in this view (the views differ for a
 // moment) is taken as an extra neighbor, bounded, until it goes quiet.
 //
-// The tree (§3.1). Every neighbor starts eager: a broadcast received for
-// the first time is delivered, then pushed to the eager neighbors and
+// The trees (§3.1). Every link starts eager: a broadcast received for the
+// first time is delivered, then pushed to the eager neighbors and
 // announced (IHave, by identifier) to the lazy ones. A copy that arrives
-// again over an eager link prunes it: both ends turn it lazy (Prune). The
-// eager links shared by every origin thus converge on a spanning tree, on
-// which no broadcast arrives twice whatever its origin. A member announced
-// a broadcast it has not received within TreeGraftTimeout grafts the
-// announcer (§3.2): the link turns eager again and the broadcast is sent.
-// So a tree broken by a failure or a lost packet mends from the
-// announcements, and a graft that is itself lost is sent again, to the
-// next announcer.
+// again prunes the link it came over: both ends take it out of the tree
+// the copy travelled along (Prune). There are two kinds of tree.
+//
+// The shared tree carries each origin's first broadcast. Each member
+// prunes it with the redundant copies of the first broadcast it received,
+// whatever its origin: when the cluster's first broadcast has spread, what
+// remains is a spanning tree, and an undirected spanning tree carries a
+// broadcast from any member to every other exactly once, so an origin's
+// first broadcast costs one copy per member, not one per overlay link.
+// Pruning it with every origin's first broadcast would let concurrent
+// ones prune one another's links until it spanned nothing (Plumtree's one
+// tree has that fault under concurrent senders).
+//
+// Each origin then has a tree of its own: the shared tree as its first
+// broadcast found it, link by link, changed afterwards by its own
+// redundant copies (prunes) and its own grafts alone, so concurrent
+// broadcasts of several origins never prune one another's paths. A member
+// announced a broadcast it has not received within TreeGraftTimeout grafts
+// the announcer (§3.2): the link joins the broadcast's origin's tree and
+// the broadcast is sent; the graft of an origin's first broadcast mends
+// the shared tree too. So a tree broken by a failure or a lost packet
+// mends from the announcements, and a graft that is itself lost is sent
+// again, to the next announcer.
 //
 // Batching. Pushes and announcements wait per link until the next flush
 // (TreeFlushInterval for pushes, treeAnnounceEvery flushes for
@@ -115,13 +130,18 @@ type treePeer struct {
 	id    uint32
 	rings uint8     // bit j: a neighbor on ring j; 0: an extra
 	heard time.Time // the last tree message from it (extras expire)
-	// lazy holds the origins whose broadcasts this link only announces:
-	// each origin has a tree of its own, so that concurrent broadcasts of
-	// several origins do not prune one another's links, and each tree is
-	// made of the links its broadcasts arrived over first, the fastest
-	// (Plumtree §3.6-3.7). Every other origin's broadcasts are pushed
-	// (Plumtree starts every link eager).
-	lazy map[string]struct{}
+	// sharedLazy and own say which broadcasts the link pushes and which
+	// it only announces: own[origin] whether the link is in origin's tree
+	// (eager) or not (lazy); for an origin not in own, whose first
+	// broadcast has not come by yet, whether it is in the shared tree.
+	// See the file comment.
+	sharedLazy bool
+	own        map[string]bool
+	// settled: the link's place in the shared tree was decided, by the
+	// first broadcast this member received (the links it had then) or,
+	// for a link added later, by a first broadcast of some origin that
+	// came over it (see treeDuplicate).
+	settled bool
 	// queued for the next flush
 	push      []*treeMsg
 	pushBytes int
@@ -131,26 +151,50 @@ type treePeer struct {
 }
 
 func (p *treePeer) eagerFor(origin string) bool {
-	_, lazy := p.lazy[origin]
-	return !lazy
+	if eager, ok := p.own[origin]; ok {
+		return eager
+	}
+	return !p.sharedLazy
 }
 
-// setLazy prunes the link for origin; it reports false if it was already.
-// The origins a link holds lazy are bounded by limit (an origin invented
-// by a forger costs an entry): past it they are all forgotten, the link is
-// eager again, and the redundant copies prune it anew.
-func (p *treePeer) setLazy(origin string, limit int) bool {
-	if _, ok := p.lazy[origin]; ok {
-		return false
+// setOwn gives origin a tree of its own on the link, eager or not. The
+// origins with a tree of their own are bounded by limit (an origin
+// invented by a forger costs an entry): past it they are all forgotten and
+// follow the shared tree again, which the redundant copies or the grafts
+// correct.
+func (p *treePeer) setOwn(origin string, eager bool, limit int) {
+	if p.own == nil {
+		p.own = make(map[string]bool)
 	}
-	if p.lazy == nil {
-		p.lazy = make(map[string]struct{})
+	if _, ok := p.own[origin]; !ok && len(p.own) >= limit {
+		clear(p.own)
 	}
-	if len(p.lazy) >= limit {
-		clear(p.lazy)
+	p.own[origin] = eager
+}
+
+// join puts the link in origin's tree, because one of its broadcasts
+// came over it first or the far end grafted it (Plumtree §3.1-3.2). When
+// that broadcast was origin's first, the shared tree failed to carry it
+// and is mended too.
+func (p *treePeer) join(origin string, first bool, limit int) {
+	if first {
+		p.sharedLazy, p.settled = false, true
 	}
-	p.lazy[origin] = struct{}{}
-	return true
+	p.setOwn(origin, true, limit)
+}
+
+// lazyTrees counts the trees the link is pruned from.
+func (p *treePeer) lazyTrees() int {
+	n := 0
+	if p.sharedLazy {
+		n++
+	}
+	for _, eager := range p.own {
+		if !eager {
+			n++
+		}
+	}
+	return n
 }
 
 // treeRing is this member's place on one ring: its neighbors there.
@@ -188,6 +232,11 @@ type treeState struct {
 	missing  map[uint64]*missingBcast
 	keys     map[string]keyMark
 	byKey    map[string]*treeMsg // the retained value of each key
+	// firstOf is the identifier of the first broadcast of each origin
+	// this member received or made: the one that travelled the shared
+	// tree (bounded by treeMaxKeys).
+	firstOf   map[string]uint64
+	firstEver uint64 // the first broadcast this member received or made
 	// own broadcasts pushed since the last flush, whose Outcome is due
 	notify  []uint64
 	flushes uint64 // flushes so far (announcements go every treeAnnounceEvery)
@@ -203,6 +252,7 @@ func (t *treeState) init() {
 	t.missing = make(map[uint64]*missingBcast)
 	t.keys = make(map[string]keyMark)
 	t.byKey = make(map[string]*treeMsg)
+	t.firstOf = make(map[string]uint64)
 	t.oldPeers = make(map[uint32]struct{})
 }
 
@@ -399,11 +449,39 @@ func (m *Machine) treeNew(now time.Time, from *treePeer, msg *wire.Broadcast, fr
 	}
 	delete(m.tree.missing, tm.id)
 	m.treeRetain(now, tm)
+	_, seen := m.tree.firstOf[tm.origin]
+	if from != nil && !seen {
+		from.settled = true
+	}
+	if !seen {
+		if len(m.tree.firstOf) >= treeMaxKeys {
+			clear(m.tree.firstOf)
+		}
+		m.tree.firstOf[tm.origin] = tm.id
+	}
+	if m.tree.firstEver == 0 {
+		m.tree.firstEver = tm.id
+		for _, p := range m.tree.peers {
+			p.settled = true
+		}
+	}
+	limit := m.cfg.MaxMembers
+	if from != nil {
+		if _, own := from.own[tm.origin]; !own {
+			from.setOwn(tm.origin, true, limit)
+		}
+	}
 	for _, p := range m.tree.peers {
 		if p == from {
 			continue
 		}
-		if p.eagerFor(tm.origin) {
+		eager := p.eagerFor(tm.origin)
+		if _, own := p.own[tm.origin]; !own {
+			// The origin's tree is the shared tree as its first
+			// broadcast found it here.
+			p.setOwn(tm.origin, eager, limit)
+		}
+		if eager {
 			m.treeQueuePush(p, tm)
 		} else {
 			p.announce = append(p.announce, tm.id)
@@ -509,21 +587,42 @@ func (m *Machine) treeArmFlush(now time.Time) {
 	m.armAt(timerTreeFlush, now.Add(m.cfg.treeFlushInterval()))
 }
 
-// treeDuplicate applies the tree's rule to a broadcast of origin that
-// came again, from s: a second copy over an eager link prunes the link
-// from origin's tree (Plumtree §3.1). Over a link this member holds lazy
-// already, the far end missed the Prune (lost): it is sent again.
-func (m *Machine) treeDuplicate(now time.Time, s *memberState, origin string) {
+// treeFirst reports whether id is the first broadcast of origin this
+// member received or made: the one that travelled the shared tree.
+func (m *Machine) treeFirst(origin string, id uint64) bool {
+	first, ok := m.tree.firstOf[origin]
+	return ok && first == id
+}
+
+// treeDuplicate applies the tree's rule to broadcast id of origin that
+// came again, from s: a second copy over a link prunes the link from
+// origin's tree (Plumtree §3.1), and from the shared tree too when the
+// copy is the first broadcast this member received, or, over a link added
+// since and not yet settled, the first of its origin: the shared tree is
+// pruned by one broadcast per link, never by concurrent ones (see the
+// file comment), and links that membership changes add do not leave
+// cycles in it for good. Over a link this member holds lazy already, the
+// far end missed the Prune (lost): it is sent again.
+func (m *Machine) treeDuplicate(now time.Time, s *memberState, origin string, id uint64) {
 	p := m.treeSender(now, s)
 	if p == nil {
 		return
 	}
 	m.stats.TreeRedundant++
-	p.setLazy(origin, m.cfg.MaxMembers)
-	if slices.Contains(p.prunes, origin) || len(p.prunes) >= wire.MaxCompoundParts {
+	if id == m.tree.firstEver || !p.settled && m.treeFirst(origin, id) {
+		p.sharedLazy, p.settled = true, true
+		m.treeQueuePrune(now, p, "")
+	}
+	p.setOwn(origin, false, m.cfg.MaxMembers)
+	m.treeQueuePrune(now, p, origin)
+}
+
+// treeQueuePrune queues a Prune of tree ("" for the shared one) on p.
+func (m *Machine) treeQueuePrune(now time.Time, p *treePeer, tree string) {
+	if slices.Contains(p.prunes, tree) || len(p.prunes) >= wire.MaxCompoundParts {
 		return
 	}
-	p.prunes = append(p.prunes, origin)
+	p.prunes = append(p.prunes, tree)
 	m.stats.TreePrunesSent++
 	m.treeArmFlush(now)
 }
@@ -602,17 +701,19 @@ func (m *Machine) treeGraftDue(now time.Time, id uint64) {
 }
 
 // handleGraft queues the broadcasts a neighbor asked for that this
-// member retains, and turns the link eager for their origins.
+// member retains, and puts the link in their origins' trees.
 func (m *Machine) handleGraft(now time.Time, s *memberState, msg *wire.Graft) {
 	p := m.treeSender(now, s)
 	if p == nil || !m.treeOn() {
 		m.stats.TreeRefused++
 		return
 	}
-	m.stats.TreeGraftsReceived++
+	m.stats.TreeGraftsReceived += uint64(len(msg.IDs))
 	for _, id := range msg.IDs {
 		if tm := m.tree.retained[id]; tm != nil && !tm.gone {
-			delete(p.lazy, tm.origin)
+			if !p.eagerFor(tm.origin) {
+				p.join(tm.origin, m.treeFirst(tm.origin, tm.id), m.cfg.MaxMembers)
+			}
 			m.treeQueuePush(p, tm)
 		} else {
 			m.stats.TreeGraftsUnknown++
@@ -621,7 +722,8 @@ func (m *Machine) handleGraft(now time.Time, s *memberState, msg *wire.Graft) {
 	m.treeArmFlush(now)
 }
 
-// handlePrune turns the link to a neighbor lazy for an origin.
+// handlePrune takes the link to a neighbor out of a tree: an origin's
+// own, or the shared one when the Prune names no origin.
 func (m *Machine) handlePrune(now time.Time, s *memberState, msg *wire.Prune) {
 	p := m.treeSender(now, s)
 	if p == nil || !m.treeOn() {
@@ -629,10 +731,14 @@ func (m *Machine) handlePrune(now time.Time, s *memberState, msg *wire.Prune) {
 		return
 	}
 	m.stats.TreePrunesReceived++
-	p.setLazy(msg.Origin, m.cfg.MaxMembers)
-	// What was queued of that origin is announced instead.
+	if msg.Origin == "" {
+		p.sharedLazy, p.settled = true, true
+	} else {
+		p.setOwn(msg.Origin, false, m.cfg.MaxMembers)
+	}
+	// What was queued for that tree is announced instead.
 	p.push = slices.DeleteFunc(p.push, func(tm *treeMsg) bool {
-		if tm.origin != msg.Origin {
+		if p.eagerFor(tm.origin) {
 			return false
 		}
 		p.pushBytes -= len(tm.frame)

@@ -97,20 +97,32 @@ func TestTreePushesToNeighborsOnly(t *testing.T) {
 	require.Equal(t, uint64(len(nb)), h.m.Stats().TreePushesSent)
 }
 
-// A second copy of a broadcast over another link prunes that link for
-// the origin (Plumtree §3.1): the sender is told, and the origin's next
-// broadcast reaches it as an announcement, not a push.
+// treePeerPair returns two of h's neighbors, by index.
+func treePeerPair(t *testing.T, h *mt) (a, b int) {
+	t.Helper()
+	require.GreaterOrEqual(t, len(h.m.tree.peers), 2)
+	return peerIndex(t, h.m.nameOf(h.m.entry(h.m.tree.peers[0].id))),
+		peerIndex(t, h.m.nameOf(h.m.entry(h.m.tree.peers[1].id)))
+}
+
+// pushedAndAnnounced returns the broadcasts out pushed to addr and the
+// identifiers it announced there.
+func pushedAndAnnounced(out mtOut, addr netip.AddrPort) (pushed []*wire.Broadcast, announced []uint64) {
+	for _, ih := range treeMsgs[*wire.IHave](out.Packets)[addr] {
+		announced = append(announced, ih.IDs...)
+	}
+	return treeMsgs[*wire.Broadcast](out.Packets)[addr], announced
+}
+
+// A second copy of a broadcast over another link prunes that link from
+// the broadcast's tree (Plumtree §3.1), and, when it is the first
+// broadcast this member received, from the shared tree as well: the
+// sender is told of both, and the first broadcast of any other origin
+// reaches it as an announcement, not a push. Later redundant copies prune
+// their origin's tree alone.
 func TestTreeDuplicatePrunes(t *testing.T) {
 	h := newTreeMT(t, 20)
-	var a, b int
-	for _, p := range h.m.tree.peers {
-		i := peerIndex(t, h.m.nameOf(h.m.entry(p.id)))
-		if a == 0 {
-			a = i
-		} else if b == 0 {
-			b = i
-		}
-	}
+	a, b := treePeerPair(t, h)
 	origin := mtPeer(a)
 	first := &wire.Broadcast{Origin: origin, Epoch: 7, Seq: 1, Payload: []byte("x")}
 	h.feed(mtPeerAddr(a), first)
@@ -118,24 +130,114 @@ func TestTreeDuplicatePrunes(t *testing.T) {
 	out := h.treeSettle(50 * time.Millisecond)
 	require.Len(t, out.Messages, 1, "delivered once")
 	prunes := treeMsgs[*wire.Prune](out.Packets)
-	require.Equal(t, []*wire.Prune{{Origin: origin}}, prunes[mtPeerAddr(b)])
+	require.ElementsMatch(t, []*wire.Prune{{Origin: ""}, {Origin: origin}}, prunes[mtPeerAddr(b)], "the shared tree and origin's")
 	require.Empty(t, prunes[mtPeerAddr(a)], "the first link stays eager")
 	st := h.m.Stats()
 	require.Equal(t, uint64(1), st.TreeRedundant)
-	require.Equal(t, uint64(1), st.TreePrunesSent)
+	require.Equal(t, uint64(2), st.TreePrunesSent)
+	require.Equal(t, 2, st.TreeLazyLinks)
 
-	// b prunes this member's link for origin too: origin's next broadcast
-	// is announced to b, pushed to the others.
-	h.feed(mtPeerAddr(b), &wire.Prune{Origin: origin})
-	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: origin, Epoch: 7, Seq: 2, Payload: []byte("y")})
+	// b prunes the shared tree's link too: the first broadcast of another
+	// origin is announced to b, pushed to the others.
+	h.feed(mtPeerAddr(b), &wire.Prune{Origin: ""})
+	other := mtPeer(19)
+	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: other, Epoch: 3, Seq: 1, Payload: []byte("y")})
 	out = h.treeSettle(time.Second)
-	require.Empty(t, treeMsgs[*wire.Broadcast](out.Packets)[mtPeerAddr(b)], "a pruned link carries no push")
-	var announced []uint64
-	for _, ih := range treeMsgs[*wire.IHave](out.Packets)[mtPeerAddr(b)] {
-		announced = append(announced, ih.IDs...)
-	}
-	require.Contains(t, announced, TreeID(origin, 7, 2))
+	pushed, announced := pushedAndAnnounced(out, mtPeerAddr(b))
+	require.Empty(t, pushed, "a pruned link carries no push")
+	require.Contains(t, announced, TreeID(other, 3, 1))
 	require.Empty(t, treeMsgs[*wire.Broadcast](out.Packets)[mtPeerAddr(a)], "not back to where it came from")
+	c := h.m.tree.peers[2]
+	for _, p := range h.m.tree.peers[2:] {
+		pushed, _ := pushedAndAnnounced(out, h.m.addrOf(h.m.entry(p.id)))
+		require.Len(t, pushed, 1, "the other links are still in the shared tree")
+	}
+
+	// A redundant copy of other's broadcast, not this member's first,
+	// prunes other's tree alone: c stays in the shared tree.
+	cAddr := h.m.addrOf(h.m.entry(c.id))
+	h.feed(cAddr, &wire.Broadcast{Origin: other, Epoch: 3, Seq: 1, Payload: []byte("y")})
+	out = h.treeSettle(time.Second)
+	require.Equal(t, []*wire.Prune{{Origin: other}}, treeMsgs[*wire.Prune](out.Packets)[cAddr])
+	third := mtPeer(17)
+	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: third, Epoch: 1, Seq: 1, Payload: []byte("z")})
+	out = h.treeSettle(time.Second)
+	pushed, _ = pushedAndAnnounced(out, cAddr)
+	require.Len(t, pushed, 1, "c is still in the shared tree")
+}
+
+// A link added after the first broadcast (here an extra neighbor: a
+// member pushing to this one without being its neighbor on the rings) is
+// settled in the shared tree by the first broadcast of any origin that
+// comes over it: a redundant one prunes it from the shared tree, while a
+// link settled already loses only the origin's tree.
+func TestTreeNewLinksSettle(t *testing.T) {
+	h := newTreeMT(t, 20)
+	a, b := treePeerPair(t, h)
+	x := 0
+	for i := 1; i <= 20 && x == 0; i++ {
+		if s := h.m.lookup(mtPeer(i)); s != nil && s != h.m.self && h.m.treePeerOf(s.id) == nil {
+			x = i
+		}
+	}
+	require.NotZero(t, x, "a member that is not a neighbor")
+	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: mtPeer(a), Epoch: 1, Seq: 1, Payload: []byte("first")})
+	h.treeSettle(time.Second)
+
+	origin := mtPeer(19)
+	bc := &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 1, Payload: []byte("x")}
+	h.feed(mtPeerAddr(a), bc)
+	h.feed(mtPeerAddr(x), bc)
+	h.feed(mtPeerAddr(b), bc)
+	out := h.treeSettle(time.Second)
+	prunes := treeMsgs[*wire.Prune](out.Packets)
+	require.ElementsMatch(t, []*wire.Prune{{Origin: ""}, {Origin: origin}}, prunes[mtPeerAddr(x)], "the new link leaves the shared tree")
+	require.Equal(t, []*wire.Prune{{Origin: origin}}, prunes[mtPeerAddr(b)], "a settled link leaves origin's tree alone")
+}
+
+// An origin's tree is the shared tree as its first broadcast found it,
+// and changes by its own prunes and grafts alone: a graft puts the link in
+// it (and, for the origin's first broadcast, mends the shared tree), and
+// later prunes of the shared tree leave it alone.
+func TestTreeOwnTrees(t *testing.T) {
+	h := newTreeMT(t, 20)
+	a, b := treePeerPair(t, h)
+	origin, other := mtPeer(18), mtPeer(19)
+	h.feed(mtPeerAddr(b), &wire.Prune{Origin: ""})
+	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 1, Payload: []byte("x")})
+	out := h.treeSettle(time.Second)
+	pushed, announced := pushedAndAnnounced(out, mtPeerAddr(b))
+	require.Empty(t, pushed)
+	require.Contains(t, announced, TreeID(origin, 1, 1))
+
+	// b grafts it: the broadcast is sent, and origin's link to b is eager
+	// from now on; the shared tree mends too (it failed to carry origin's
+	// first broadcast to b).
+	h.feed(mtPeerAddr(b), &wire.Graft{IDs: []uint64{TreeID(origin, 1, 1)}})
+	out = h.treeSettle(time.Second)
+	pushed, _ = pushedAndAnnounced(out, mtPeerAddr(b))
+	require.Len(t, pushed, 1)
+	require.False(t, h.m.tree.peers[1].sharedLazy, "a graft of an origin's first broadcast mends the shared tree")
+
+	// The shared tree loses the link again (a redundant copy at b):
+	// origin's own tree keeps it.
+	h.feed(mtPeerAddr(b), &wire.Prune{Origin: ""})
+	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 2, Payload: []byte("y")})
+	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: other, Epoch: 1, Seq: 1, Payload: []byte("z")})
+	out = h.treeSettle(time.Second)
+	pushed, announced = pushedAndAnnounced(out, mtPeerAddr(b))
+	require.Len(t, pushed, 1)
+	require.Equal(t, origin, pushed[0].Origin, "origin's own tree keeps the link")
+	require.Contains(t, announced, TreeID(other, 1, 1), "the shared tree does not")
+
+	// A redundant copy of origin's later broadcast from b prunes origin's
+	// own tree alone.
+	h.feed(mtPeerAddr(b), &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 2, Payload: []byte("y")})
+	out = h.treeSettle(time.Second)
+	require.Equal(t, []*wire.Prune{{Origin: origin}}, treeMsgs[*wire.Prune](out.Packets)[mtPeerAddr(b)])
+	// b's link is out of the shared tree, origin's, and other's (whose
+	// first broadcast found it out of the shared tree).
+	require.Equal(t, 3, h.m.Stats().TreeLazyLinks)
 }
 
 func peerIndex(t *testing.T, name string) int {

@@ -363,7 +363,7 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 	tree := m.treeOn() && m.treeCapable(sender)
 	if msg.Origin == m.selfName {
 		if tree {
-			m.treeDuplicate(now, sender, msg.Origin) // our own, back over a link
+			m.treeDuplicate(now, sender, msg.Origin, TreeID(msg.Origin, msg.Epoch, msg.Seq)) // our own, back over a link
 		}
 		return
 	}
@@ -388,7 +388,7 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 	if !fresh {
 		m.stats.BroadcastsDuplicate++
 		if tree {
-			m.treeDuplicate(now, sender, msg.Origin)
+			m.treeDuplicate(now, sender, msg.Origin, TreeID(msg.Origin, msg.Epoch, msg.Seq))
 		}
 		return
 	}
@@ -407,9 +407,10 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 		var from *treePeer
 		if tree {
 			// Plumtree §3.1: a link a broadcast first came over is
-			// eager, in its origin's tree.
-			if from = m.treeSender(now, sender); from != nil {
-				delete(from.lazy, msg.Origin)
+			// in the tree it travels along.
+			if from = m.treeSender(now, sender); from != nil && !from.eagerFor(msg.Origin) {
+				_, seen := m.tree.firstOf[msg.Origin]
+				from.join(msg.Origin, !seen, m.cfg.MaxMembers)
 			}
 		}
 		m.treeNew(now, from, msg, frame)

@@ -46,6 +46,9 @@ type options struct {
 	allow     []netip.Prefix
 
 	httpAddr string // -http; "" for none
+
+	loadRate float64 // -load-rate: broadcasts a second; 0 for none
+	loadSize int     // -load-size: payload bytes of each
 }
 
 // flagOfField names the flag that sets a Config field, so that an invalid
@@ -90,6 +93,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.label, "label", "", "cluster label (at most 255 bytes): traffic with another label, or none, is dropped")
 	allow := fs.String("allow", "", "comma-separated networks (10.0.0.0/8) or addresses traffic may come from; empty allows all")
 	fs.StringVar(&o.httpAddr, "http", "", "serve the live page, /members, /events, /health and /metrics on this address (host:port; port 0 picks one); off when empty")
+	fs.Float64Var(&o.loadRate, "load-rate", 0, "a test load: broadcasts a second this member sends (Broadcast, no key, -load-size bytes each), counted in a load line every 10s; 0 sends none")
+	fs.IntVar(&o.loadSize, "load-size", 100, "payload bytes of each -load-rate broadcast: at least 1, at most what one packet holds (about 1,300 bytes, less the name and label)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -159,6 +164,13 @@ func (o *options) check(key, plaintext, allow string) error {
 			return fmt.Errorf("-http %q: want host:port (127.0.0.1:8080, :8080): %w", o.httpAddr, err)
 		}
 	}
+	// Written so that NaN fails too.
+	if !(o.loadRate >= 0 && o.loadRate <= loadRateMax) {
+		return fmt.Errorf("-load-rate %v: must be 0 (no load) or a positive number of broadcasts a second, at most %.0f", o.loadRate, loadRateMax)
+	}
+	if o.loadSize < 1 {
+		return fmt.Errorf("-load-size %d: must be at least 1 byte", o.loadSize)
+	}
 	return nil
 }
 
@@ -219,6 +231,19 @@ func (o *options) config() (*swim.Config, error) {
 			}
 		}
 		return nil, usageErr(err)
+	}
+	// The largest broadcast depends on the name and label, so it is
+	// checked on the finished configuration, at start rather than at the
+	// first broadcast.
+	if o.loadRate > 0 || o.set["load-size"] {
+		most, err := maxLoadSize(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("-load-size: %w", err)
+		}
+		if o.loadSize > most {
+			return nil, usageErr(fmt.Errorf("-load-size %d: over the largest broadcast this member can send, %d bytes (one packet of PacketBudget %d, less the framing, the name and the label)",
+				o.loadSize, most, cfg.PacketBudget))
+		}
 	}
 	return cfg, nil
 }

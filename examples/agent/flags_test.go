@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +58,13 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-http", "8080"}, `-http "8080": want host:port`},
 		{[]string{"-bind", "localhost"}, `-bind: BindAddr "localhost" is not an IP address`},
 		{[]string{"-name", ""}, "-name: Name is empty"},
+		{[]string{"-load-rate", "-1"}, "-load-rate -1: must be 0 (no load) or a positive number of broadcasts a second"},
+		{[]string{"-load-rate", "NaN"}, "-load-rate NaN: must be 0 (no load)"},
+		{[]string{"-load-rate", "2e6"}, "-load-rate 2e+06: must be 0 (no load) or a positive number of broadcasts a second, at most 1000000"},
+		{[]string{"-load-rate", "often"}, `invalid value "often" for flag -load-rate`},
+		{[]string{"-load-size", "0"}, "-load-size 0: must be at least 1 byte"},
+		{[]string{"-load-rate", "10", "-load-size", "2000"}, "-load-size 2000: over the largest broadcast this member can send"},
+		{[]string{"-load-size", "1400"}, "-load-size 1400: over the largest broadcast this member can send"},
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
@@ -108,4 +116,45 @@ func TestKubernetesManifestArgs(t *testing.T) {
 	require.Equal(t, "swim.default.svc.cluster.local:7946", o.join)
 	require.True(t, o.leaveOnTerm)
 	require.Equal(t, ":8080", o.httpAddr)
+}
+
+// TestLoadFlags: the load is off by default; the largest -load-size
+// accepted is the library's, for this member's name and label, which take
+// room from the packet.
+func TestLoadFlags(t *testing.T) {
+	o, err := parseFlags([]string{"-name", "x"}, io.Discard)
+	require.NoError(t, err)
+	require.Zero(t, o.loadRate, "no load unless asked")
+	require.Equal(t, 100, o.loadSize)
+
+	o, err = parseFlags([]string{"-name", "x", "-load-rate", "0.5"}, io.Discard)
+	require.NoError(t, err)
+	cfg, err := o.config()
+	require.NoError(t, err)
+	most, err := maxLoadSize(cfg)
+	require.NoError(t, err)
+	// "About 1,300 bytes at the default PacketBudget" (Memberlist.Broadcast).
+	require.Greater(t, most, 1200)
+	require.Less(t, most, cfg.PacketBudget)
+
+	accepts := func(args ...string) error {
+		o, err := parseFlags(args, io.Discard)
+		if err == nil {
+			_, err = o.config()
+		}
+		return err
+	}
+	require.NoError(t, accepts("-name", "x", "-load-rate", "10", "-load-size", strconv.Itoa(most)))
+	require.ErrorIs(t, accepts("-name", "x", "-load-rate", "10", "-load-size", strconv.Itoa(most+1)), errUsage)
+
+	// A longer name and a label leave less room: at least their own bytes
+	// (and their length prefixes).
+	o, err = parseFlags([]string{"-name", "x" + strings.Repeat("y", 50), "-label", strings.Repeat("l", 40), "-load-rate", "10"}, io.Discard)
+	require.NoError(t, err)
+	cfg, err = o.config()
+	require.NoError(t, err)
+	smaller, err := maxLoadSize(cfg)
+	require.NoError(t, err)
+	require.LessOrEqual(t, smaller, most-50-40)
+	require.Positive(t, smaller)
 }

@@ -39,7 +39,18 @@ var (
 		"accusations of live members tolerated in each case that should draw none (a member of a loaded machine descheduled past a probe timeout)")
 	flagSecure = flag.Bool("chaos.secure", false,
 		"run every agent with encryption (one AES-256 key, new each run) and the cluster label "+secureLabel+"; the cases and bounds stay the same")
+	flagLoad = flag.Float64("chaos.load", 0,
+		"broadcasts a second each agent sends throughout the run (the agents' -load-rate, payloads of 100 bytes), an application's load beside the cases; 0 for none; the cases and bounds stay the same")
 )
+
+// loadSize is the payload of each broadcast of -chaos.load: the agent's
+// default, an application's small message.
+const loadSize = 100
+
+// loadLinesWithin bounds the wait, at setup, for every agent's first load
+// line showing broadcasts sent and received: the agents print one every
+// 10 s.
+const loadLinesWithin = 30 * time.Second
 
 // secureLabel is the agents' cluster label under -chaos.secure.
 const secureLabel = "swim-chaos"
@@ -169,14 +180,32 @@ func (s *suite) report(format string, args ...any) {
 // anew each run) and the label swim-chaos (-label), and setup checks that
 // each agent's keyring holds that key, primary, with plaintext refused;
 // the cases and their bounds are the same. `make chaos` runs the suite
-// both ways.
+// both ways, and a third time plaintext under a broadcast load.
+//
+// With -chaos.load R every agent sends R broadcasts a second of 100 bytes
+// (-load-rate, -load-size) from its start to the end of the run, and
+// counts those delivered to it: setup waits until every agent reports
+// broadcasts sent and received, and the summary ends with the totals of
+// the agents' last load lines; the cases and their bounds are the same.
 func TestChaos(t *testing.T) {
 	s := setup(t)
 	mode := "plaintext"
 	if *flagSecure {
 		mode = "encrypted, label " + secureLabel
 	}
+	if *flagLoad > 0 {
+		mode += fmt.Sprintf(", broadcast load %g/s per agent of %d B", *flagLoad, loadSize)
+	}
 	defer func() {
+		if *flagLoad > 0 {
+			// As the faults' drop counters do for theirs: a load that did
+			// not run would make this pass the plain one under a new name.
+			report, ran := s.loadReport()
+			s.report("%s", report)
+			if !ran {
+				t.Errorf("the broadcast load did not run: %s", report)
+			}
+		}
 		t.Logf("summary (%d agents, profile %s, %s):\n  %s", *flagN, *flagProfile, mode, strings.Join(s.summary, "\n  "))
 	}()
 	// The pause comes first: after heavy loss, members' local health
@@ -206,6 +235,7 @@ func setup(t *testing.T) *suite {
 	cfg, err := swim.DefaultConfig(*flagProfile)
 	require.NoError(t, err, "-chaos.profile")
 	require.GreaterOrEqual(t, *flagN, 32, "-chaos.n: the cases pick members up to n31")
+	require.GreaterOrEqual(t, *flagLoad, 0.0, "-chaos.load: broadcasts a second, 0 for none")
 
 	require.NoError(t, EnsureTools(t.Logf))
 	if cleaned, err := CleanStaleNamespaces(); err != nil {
@@ -251,6 +281,9 @@ func setup(t *testing.T) *suite {
 		require.NoError(t, err)
 		cc.Keys, cc.Label = []string{base64.StdEncoding.EncodeToString(key)}, secureLabel
 	}
+	if *flagLoad > 0 {
+		cc.LoadRate, cc.LoadSize = *flagLoad, loadSize
+	}
 
 	start = time.Now()
 	c, err := StartCluster(ns, cc, readyWithin)
@@ -286,7 +319,64 @@ func setup(t *testing.T) *suite {
 		s.report("setup: every agent's keyring holds the run's key (%s), primary, plaintext refused; label %s", Fingerprint(key), secureLabel)
 		t.Log(s.summary[len(s.summary)-1])
 	}
+	if *flagLoad > 0 {
+		// The cases must all run under the load, so it has to be running
+		// everywhere before the first.
+		var idle string
+		ok := WaitUntil(loadLinesWithin, func() bool {
+			idle = s.loadIdle()
+			return idle == ""
+		})
+		require.True(t, ok, "the broadcast load did not start within %v of the cluster forming: %s", loadLinesWithin, idle)
+		s.report("setup: every agent sending %g broadcasts a second of %d B and receiving the others' (load lines) %v after start",
+			*flagLoad, loadSize, time.Since(start).Round(time.Millisecond))
+		t.Log(s.summary[len(s.summary)-1])
+	}
 	return s
+}
+
+// lastLoads returns each agent's last load line: its counts so far, up to
+// the 10 s between two lines behind.
+func (s *suite) lastLoads() map[string]LoadCounts {
+	last := make(map[string]LoadCounts)
+	for _, e := range s.c.Log.Select(func(e Event) bool { return e.Ev == "load" && e.Load != nil }) {
+		last[e.Observer] = *e.Load
+	}
+	return last
+}
+
+// loadIdle names the first live agent whose load lines show no broadcast
+// sent or none received yet; "" when every one shows both.
+func (s *suite) loadIdle() string {
+	last := s.lastLoads()
+	for _, a := range s.live {
+		c, ok := last[a.Name]
+		switch {
+		case !ok:
+			return a.Name + " printed no load line"
+		case c.Sent == 0 || c.Received == 0:
+			return fmt.Sprintf("%s has sent %d broadcasts and received %d", a.Name, c.Sent, c.Received)
+		}
+	}
+	return ""
+}
+
+// loadReport sums the agents' last load lines, and says whether the load
+// ran: broadcasts sent and delivered.
+func (s *suite) loadReport() (string, bool) {
+	last := s.lastLoads()
+	var total LoadCounts
+	for _, c := range last {
+		total.Sent += c.Sent
+		total.Failed += c.Failed
+		total.Received += c.Received
+	}
+	per := 0.0
+	if total.Sent > 0 {
+		per = float64(total.Received) / float64(total.Sent)
+	}
+	return fmt.Sprintf("Load: %g broadcasts/s per agent of %d B; the last load lines of %d agents (each up to 10 s old) count %d broadcasts sent, %d refused, %d deliveries: %.1f per broadcast (%d if each reached every other agent of the %d started)",
+		*flagLoad, loadSize, len(last), total.Sent, total.Failed, total.Received, per, len(s.c.Agents)-1, len(s.c.Agents)), total.Sent > 0 && total.Received > 0
 }
 
 // waitConverged waits until every live member sees every other alive and

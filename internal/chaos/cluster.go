@@ -46,6 +46,12 @@ type ClusterConfig struct {
 	Keys []string
 	// Label is the agents' -label, the cluster label; "" for none.
 	Label string
+	// LoadRate is the agents' -load-rate: the broadcasts a second each
+	// one sends, of LoadSize bytes (-load-size). 0 for none, and then
+	// neither flag is given, so that agents built from a release without
+	// them (TestUpgrade) start too.
+	LoadRate float64
+	LoadSize int
 }
 
 // Agent is one agent process.
@@ -173,6 +179,9 @@ func (c *Cluster) start(a *Agent, bin, seed string) error {
 	}
 	if c.cfg.Label != "" {
 		args = append(args, "-label", c.cfg.Label)
+	}
+	if c.cfg.LoadRate > 0 {
+		args = append(args, "-load-rate", strconv.FormatFloat(c.cfg.LoadRate, 'g', -1, 64), "-load-size", strconv.Itoa(c.cfg.LoadSize))
 	}
 	if seed != "" {
 		args = append(args, "-join", seed)

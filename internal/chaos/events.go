@@ -22,6 +22,17 @@ type Line struct {
 	// on keyring lines only.
 	Keys      []string `json:"keys,omitempty"`
 	Plaintext string   `json:"plaintext,omitempty"`
+	// Load is set on load lines only (agents run with -load-rate).
+	Load *LoadCounts `json:"load,omitempty"`
+}
+
+// LoadCounts are an agent's broadcast load so far: the broadcasts it sent,
+// those the library refused, and the other agents' broadcasts delivered to
+// it.
+type LoadCounts struct {
+	Sent     uint64 `json:"sent"`
+	Failed   uint64 `json:"failed"`
+	Received uint64 `json:"received"`
 }
 
 // Event is a Line as recorded: who printed it and when it was read.

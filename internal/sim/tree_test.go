@@ -140,6 +140,29 @@ func TestTreeCarriesTenTimesGossip(t *testing.T) {
 	require.LessOrEqual(t, perMember, 1.5)
 }
 
+// TestTreeNewOriginsCostOneCopy: 64 members, each broadcasting once, 5 a
+// second for the whole cluster: every broadcast is its origin's first, so
+// none travels a tree of its own origin's. The shared tree, pruned by the
+// cluster's first broadcast, carries each to every member about once
+// (flooding the overlay would cost each member one copy per neighbor).
+func TestTreeNewOriginsCostOneCopy(t *testing.T) {
+	l := newTreeLoad()
+	s := newScenarioWith(t, Options{Seed: 17, NodeFactory: MachineFactory(lanConfig), OnMessage: l.onMessage}, 64, true)
+	l.s = s
+	require.True(t, s.RunUntil(s.converged, time.Minute))
+	s.Run(5 * time.Second)
+	received := func(st swim.Stats) uint64 { return st.BroadcastsDelivered + st.BroadcastsDuplicate }
+	before := s.sumStats(s.names, received)
+	l.run(t, s.names, 5, 64*200*time.Millisecond)
+	s.Run(5 * time.Second)
+	took := durations(l.check(t))
+	perMember := float64(s.sumStats(s.names, received)-before) / float64(len(l.sentAt)*63)
+	t.Logf("%d broadcasts, one per origin, to 63 members: all reached p50 %v p99 %v; %.3f receptions per member per broadcast",
+		len(l.sentAt), percentile(took, 0.5), percentile(took, 0.99), perMember)
+	require.Len(t, l.sentAt, 64)
+	require.LessOrEqual(t, perMember, 1.5)
+}
+
 // TestTreeRepairsAfterCrashes: tree.n members (1,000; make broadcast-sim
 // runs 10,000), 64 of them broadcasting in turn for 20 s while 1% of the
 // members crash, spread over the load. Every broadcast whose origin stays

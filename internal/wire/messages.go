@@ -294,9 +294,10 @@ type Graft struct {
 }
 
 // Prune tells the receiver that the sender got a broadcast of Origin from
-// it that it already had: the link stops carrying that origin's broadcasts
-// and carries their announcements only (Plumtree §3.1; one tree per
-// origin).
+// it that it already had: the link leaves the tree the broadcast travelled
+// along and carries that tree's announcements only (Plumtree §3.1). The
+// tree is Origin's own, or, when Origin is empty, the tree shared by the
+// origins without one of their own on the link.
 type Prune struct {
 	Origin string
 }
