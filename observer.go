@@ -1,10 +1,13 @@
 package swim
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Observer receives the measurements the protocol takes as it runs, for a
-// metrics library to aggregate: round trips, and how long each suspicion
-// lasted and how it ended. Set it as Config.Observer; package swimprom
+// metrics library to aggregate: round trips, how long each suspicion
+// lasted and how it ended, and how long broadcasts took to arrive. Set it as Config.Observer; package swimprom
 // implements it with Prometheus histograms. Nil observes nothing, and
 // costs nothing.
 //
@@ -44,6 +47,14 @@ type Observer interface {
 	// continues the one held. Suspicions of this member itself are not
 	// reported (Stats.Refutations counts them).
 	ObserveSuspicion(held time.Duration, refuted bool)
+	// ObserveBroadcastDelay reports the delay of an application's
+	// broadcast this member delivered: from the moment its origin sent
+	// it, on the origin's clock, to the delivery, on this member's.
+	// Clocks apart by more than the delay make it read low (a negative
+	// delay is reported as 0), so across machines it is as good as their
+	// clocks' synchronisation. Broadcasts from releases that do not say
+	// when they were sent give no sample.
+	ObserveBroadcastDelay(delay time.Duration)
 }
 
 // NopObserver observes nothing. Embed it in an Observer implementation
@@ -57,11 +68,24 @@ func (NopObserver) ObserveProbeRTT(time.Duration) {}
 // ObserveSuspicion does nothing.
 func (NopObserver) ObserveSuspicion(time.Duration, bool) {}
 
+// ObserveBroadcastDelay does nothing.
+func (NopObserver) ObserveBroadcastDelay(time.Duration) {}
+
 // observeRTT hands a round trip to the Observer, if any.
 func (m *Machine) observeRTT(rtt time.Duration) {
 	if m.obs != nil {
 		m.obs.ObserveProbeRTT(rtt)
 	}
+}
+
+// observeBroadcastDelay hands the delay of a broadcast sent at sent
+// (Unix milliseconds on its origin's clock, 0 when not known) and
+// delivered now to the Observer, if any.
+func (m *Machine) observeBroadcastDelay(now time.Time, sent uint64) {
+	if m.obs == nil || sent == 0 || sent > math.MaxInt64 {
+		return
+	}
+	m.obs.ObserveBroadcastDelay(max(now.Sub(time.UnixMilli(int64(sent))), 0))
 }
 
 // suspectChanged follows a member's state into or out of suspect (was and

@@ -20,7 +20,10 @@ type obsSuspicion struct {
 type obsRecorder struct {
 	rtts       []time.Duration
 	suspicions []obsSuspicion
+	delays     []time.Duration
 }
+
+func (r *obsRecorder) ObserveBroadcastDelay(d time.Duration) { r.delays = append(r.delays, d) }
 
 func (r *obsRecorder) ObserveProbeRTT(rtt time.Duration) { r.rtts = append(r.rtts, rtt) }
 
@@ -208,4 +211,25 @@ func TestMemberCountsWithoutObserver(t *testing.T) {
 	requireCounts(t, h.m, MemberCounts{Alive: 3, Dead: 1})
 	require.NoError(t, h.m.Leave(h.now))
 	require.Equal(t, MemberCounts{Alive: 2, Dead: 1, Left: 1}, h.m.MemberCounts())
+}
+
+// TestObserverBroadcastDelay: a broadcast delivered for the first time
+// gives one sample, from the origin's send time to now; a duplicate gives
+// none, nor does a broadcast that does not say when it was sent, and a
+// send time ahead of this member's clock (clocks apart) reads as 0.
+func TestObserverBroadcastDelay(t *testing.T) {
+	h, rec := newObservedMT(t, mtConfig())
+	h.now = mtStart.Add(time.Second)
+	sent := uint64(h.now.Add(-40 * time.Millisecond).UnixMilli())
+	b := &wire.Broadcast{Origin: mtPeer(1), Epoch: 1, Seq: 1, Payload: []byte("x"), Sent: sent}
+	h.feed(mtPeerAddr(1), b)
+	h.feed(mtPeerAddr(2), b)
+	require.Equal(t, []time.Duration{40 * time.Millisecond}, rec.delays)
+
+	h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: mtPeer(1), Epoch: 1, Seq: 2, Payload: []byte("y")})
+	require.Len(t, rec.delays, 1, "no send time, no sample")
+
+	ahead := uint64(h.now.Add(time.Second).UnixMilli())
+	h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: mtPeer(1), Epoch: 1, Seq: 3, Payload: []byte("z"), Sent: ahead})
+	require.Equal(t, []time.Duration{40 * time.Millisecond, 0}, rec.delays)
 }

@@ -182,7 +182,10 @@ func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, 
 		// Out of sequence numbers: a new epoch, later than the last.
 		m.bcastEpoch, m.bcastSeq = max(m.bcastEpoch+1, epochOf(now)), 0
 	}
-	msg := &wire.Broadcast{Origin: m.selfName, Epoch: m.bcastEpoch, Seq: m.bcastSeq + 1, Key: key, Payload: payload}
+	msg := &wire.Broadcast{
+		Origin: m.selfName, Epoch: m.bcastEpoch, Seq: m.bcastSeq + 1, Key: key, Payload: payload,
+		Sent: uint64(max(now.UnixMilli(), 0)),
+	}
 	frame, err := wire.AppendFrame(nil, msg)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
@@ -398,6 +401,7 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 	}
 	m.stats.BroadcastsDelivered++
 	m.deliver(Message{Kind: MessageBroadcast, From: msg.Origin, Key: msg.Key, Payload: msg.Payload})
+	m.observeBroadcastDelay(now, msg.Sent)
 	frame, err := wire.AppendFrame(nil, msg)
 	if err != nil {
 		m.stats.EncodeErrors++

@@ -177,7 +177,8 @@ func gossipAll(h *mt) ([]mtPkt, []Outcome) {
 // its origin learns when that is done.
 func TestBroadcastSentAndOutcome(t *testing.T) {
 	h := newUserMT(t)
-	id, err := h.m.Broadcast(h.now, "", []byte("news"))
+	at := h.now
+	id, err := h.m.Broadcast(at, "", []byte("news"))
 	require.NoError(t, err)
 	sent := 0
 	pkts, outcomes := gossipAll(h)
@@ -187,7 +188,7 @@ func TestBroadcastSentAndOutcome(t *testing.T) {
 			continue
 		}
 		require.NotEqual(t, mtPeerAddr(4), p.To, "sent to a member that cannot read it")
-		require.Equal(t, []*wire.Broadcast{{Origin: mtSelf, Epoch: epochOf(mtStart), Seq: 1, Payload: []byte("news")}}, bcasts)
+		require.Equal(t, []*wire.Broadcast{{Origin: mtSelf, Epoch: epochOf(mtStart), Seq: 1, Payload: []byte("news"), Sent: uint64(at.UnixMilli())}}, bcasts, "sent with the time it was sent")
 		sent++
 	}
 	require.Equal(t, h.m.retransmitLimit(), sent)

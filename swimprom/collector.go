@@ -36,6 +36,15 @@ var DefaultSuspicionBuckets = []float64{
 	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 2.5, 3, 4, 5, 5.5, 6, 7, 8, 10, 12.5, 15, 17.5, 20, 30, 45, 60, 90, 120,
 }
 
+// DefaultBroadcastDelayBuckets are the broadcast delay histogram's
+// buckets, in seconds: a broadcast on the trees reaches a member in a few
+// hops of a flush interval (5 ms) each, one that needed a graft in a
+// TreeGraftTimeout or more, and one by gossip in gossip rounds (200 ms on
+// a LAN).
+var DefaultBroadcastDelayBuckets = []float64{
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+}
+
 // Option configures a Collector.
 type Option func(*options)
 
@@ -44,6 +53,7 @@ type options struct {
 	constLabels prometheus.Labels
 	rtt         []float64
 	suspicion   []float64
+	bcastDelay  []float64
 	err         error
 }
 
@@ -92,6 +102,12 @@ func WithSuspicionBuckets(b []float64) Option {
 	return func(o *options) { o.suspicion = o.buckets("WithSuspicionBuckets", b) }
 }
 
+// WithBroadcastDelayBuckets replaces DefaultBroadcastDelayBuckets: upper
+// bounds in seconds, increasing.
+func WithBroadcastDelayBuckets(b []float64) Option {
+	return func(o *options) { o.bcastDelay = o.buckets("WithBroadcastDelayBuckets", b) }
+}
+
 // buckets checks b, returning a copy, or nil (the default) and the error.
 func (o *options) buckets(opt string, b []float64) []float64 {
 	if len(b) == 0 {
@@ -126,6 +142,7 @@ type Collector struct {
 	suspicion  *prometheus.HistogramVec
 	suspDead   prometheus.Observer
 	suspRefute prometheus.Observer
+	bcastDelay prometheus.Histogram
 }
 
 // statMetric is a field of MemberlistStats with the Desc of its metric.
@@ -151,6 +168,9 @@ func New(opts ...Option) *Collector {
 	}
 	if o.suspicion == nil {
 		o.suspicion = DefaultSuspicionBuckets
+	}
+	if o.bcastDelay == nil {
+		o.bcastDelay = DefaultBroadcastDelayBuckets
 	}
 	c := &Collector{err: o.err}
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
@@ -195,6 +215,13 @@ func New(opts ...Option) *Collector {
 	}, []string{"outcome"})
 	c.suspDead = c.suspicion.WithLabelValues("dead")
 	c.suspRefute = c.suspicion.WithLabelValues("refuted")
+	c.bcastDelay = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace:   o.namespace,
+		Name:        "broadcast_delay_seconds",
+		Help:        "Delay of the application broadcasts this member delivered, from the moment their origin sent them (on its clock) to the delivery (on this member's): as accurate as the members' clocks agree. Needs the Collector as Config.Observer.",
+		ConstLabels: o.constLabels,
+		Buckets:     o.bcastDelay,
+	})
 	return c
 }
 
@@ -219,6 +246,10 @@ func (c *Collector) ObserveSuspicion(held time.Duration, refuted bool) {
 	c.suspDead.Observe(held.Seconds())
 }
 
+// ObserveBroadcastDelay implements swim.Observer: it adds a sample to the
+// broadcast_delay_seconds histogram, without allocating.
+func (c *Collector) ObserveBroadcastDelay(d time.Duration) { c.bcastDelay.Observe(d.Seconds()) }
+
 var _ swim.Observer = (*Collector)(nil)
 
 // Describe implements prometheus.Collector.
@@ -234,6 +265,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.streams
 	c.rtt.Describe(ch)
 	c.suspicion.Describe(ch)
+	c.bcastDelay.Describe(ch)
 }
 
 // Collect implements prometheus.Collector. It reads the attached member's
@@ -256,6 +288,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	c.rtt.Collect(ch)
 	c.suspicion.Collect(ch)
+	c.bcastDelay.Collect(ch)
 }
 
 // collectStats sends a metric for every field of st.

@@ -173,16 +173,16 @@ func TestCollectorOnRealMembers(t *testing.T) {
 	require.Empty(t, problems)
 	// About 90 samples, whatever happened: the count depends on the
 	// table only, not on the traffic.
-	require.Equal(t, len(statSpecs)+4+1+2+1+2, testutil.CollectAndCount(a.col))
+	require.Equal(t, len(statSpecs)+4+1+2+1+2+1, testutil.CollectAndCount(a.col))
 }
 
 // TestCollectorDetached: before Attach only the histograms are collected,
 // and they lint clean too.
 func TestCollectorDetached(t *testing.T) {
 	c := New()
-	require.Equal(t, 3, testutil.CollectAndCount(c), "the RTT histogram and the suspicion histograms of both outcomes")
+	require.Equal(t, 4, testutil.CollectAndCount(c), "the RTT histogram, the suspicion histograms of both outcomes and the broadcast delay histogram")
 	c.ObserveSuspicion(time.Second, true)
-	require.Equal(t, 3, testutil.CollectAndCount(c))
+	require.Equal(t, 4, testutil.CollectAndCount(c))
 	problems, err := testutil.CollectAndLint(c)
 	require.NoError(t, err)
 	require.Empty(t, problems)
@@ -191,13 +191,22 @@ func TestCollectorDetached(t *testing.T) {
 // TestObserverHistograms: each observation lands in its histogram and
 // bucket, in seconds.
 func TestObserverHistograms(t *testing.T) {
-	c := New(WithNamespace("test"), WithRTTBuckets([]float64{0.001, 0.01}), WithSuspicionBuckets([]float64{1, 10}))
+	c := New(WithNamespace("test"), WithRTTBuckets([]float64{0.001, 0.01}), WithSuspicionBuckets([]float64{1, 10}),
+		WithBroadcastDelayBuckets([]float64{0.01, 0.1}))
+	c.ObserveBroadcastDelay(20 * time.Millisecond)
 	c.ObserveProbeRTT(500 * time.Microsecond)
 	c.ObserveProbeRTT(5 * time.Millisecond)
 	c.ObserveSuspicion(5*time.Second, false)
 	c.ObserveSuspicion(200*time.Millisecond, true)
 	c.ObserveSuspicion(700*time.Millisecond, true)
 	want := `
+# HELP test_broadcast_delay_seconds ` + helpOf(t, c, "test_broadcast_delay_seconds") + `
+# TYPE test_broadcast_delay_seconds histogram
+test_broadcast_delay_seconds_bucket{le="0.01"} 0
+test_broadcast_delay_seconds_bucket{le="0.1"} 1
+test_broadcast_delay_seconds_bucket{le="+Inf"} 1
+test_broadcast_delay_seconds_sum 0.02
+test_broadcast_delay_seconds_count 1
 # HELP test_probe_rtt_seconds ` + helpOf(t, c, "test_probe_rtt_seconds") + `
 # TYPE test_probe_rtt_seconds histogram
 test_probe_rtt_seconds_bucket{le="0.001"} 1
@@ -245,6 +254,7 @@ func TestObserverDoesNotAllocate(t *testing.T) {
 		obs.ObserveProbeRTT(time.Millisecond)
 		obs.ObserveSuspicion(time.Second, false)
 		obs.ObserveSuspicion(time.Second, true)
+		obs.ObserveBroadcastDelay(time.Millisecond)
 	})
 	require.Zero(t, allocs)
 }
@@ -258,6 +268,7 @@ func TestInvalidOptions(t *testing.T) {
 	}{
 		{WithRTTBuckets([]float64{0.1, 0.01}), "WithRTTBuckets: buckets must increase"},
 		{WithSuspicionBuckets(nil), "WithSuspicionBuckets: no bucket"},
+		{WithBroadcastDelayBuckets([]float64{1, 1}), "WithBroadcastDelayBuckets: buckets must increase"},
 		{WithConstLabels(prometheus.Labels{"state": "x"}), `const label "state"`},
 		{WithNamespace("not a name"), `WithNamespace("not a name"): not letters`},
 	} {

@@ -39,10 +39,11 @@
 //     (StreamsInUse), and the queues of Stats:
 //     swim_delta_queue_length, swim_user_broadcast_queue_length and
 //     swim_user_broadcast_queue_bytes.
-//   - Histograms, in seconds: swim_probe_rtt_seconds, and
+//   - Histograms, in seconds: swim_probe_rtt_seconds,
 //     swim_suspicion_duration_seconds{outcome="dead"|"refuted"}, how long
 //     this member held a peer suspect before it was declared dead or
-//     refuted the suspicion.
+//     refuted the suspicion, and swim_broadcast_delay_seconds, how long
+//     the broadcasts it delivered took from their origin.
 //
 // Durations are those of the clock driving the member: real time under
 // swim.Memberlist, virtual time when a Machine is driven by a simulator,

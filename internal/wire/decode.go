@@ -608,7 +608,10 @@ func decodeBroadcast(d *decoder, m *Broadcast) {
 	m.Seq = uint32(d.uint("Seq", math.MaxUint32))
 	key := d.raw("Key", MaxKeyLen, true)
 	m.Payload = d.bin("Payload", MaxPacketSize)
-	d.skip("", n-5)
+	if n > 5 {
+		m.Sent = d.uint("Sent", math.MaxUint64)
+	}
+	d.skip("", n-6)
 	if d.err == nil {
 		m.Origin, m.Key, _ = pack(origin, key, nil)
 	}

@@ -220,12 +220,13 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkLen(TypeBroadcast, "Payload", len(m.Payload), MaxPacketSize); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 5)
+		b = appendArrayLen(b, 6)
 		b = appendString(b, m.Origin)
 		b = appendUint(b, m.Epoch)
 		b = appendUint(b, uint64(m.Seq))
 		b = appendString(b, m.Key)
-		return appendBin(b, m.Payload), nil
+		b = appendBin(b, m.Payload)
+		return appendUint(b, m.Sent), nil
 
 	case *AckPayload:
 		if m == nil {

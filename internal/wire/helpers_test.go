@@ -56,7 +56,7 @@ func goldenCases() []golden {
 func protocol3Cases() []golden {
 	return []golden{
 		{"user", []Message{&User{From: "node-00002", Payload: []byte("hello")}}},
-		{"broadcast", []Message{&Broadcast{Origin: "node-00002", Epoch: 1796171455849, Seq: 7, Key: "k/1", Payload: []byte("v")}}},
+		{"broadcast", []Message{&Broadcast{Origin: "node-00002", Epoch: 1796171455849, Seq: 7, Key: "k/1", Payload: []byte("v"), Sent: 1796171460123}}},
 		{"ack-payload", []Message{&Ack{Seq: 42}, &AckPayload{Seq: 42, Payload: []byte{1, 2, 3, 4}}}},
 		{"broadcast-compound", []Message{
 			&Ack{Seq: 9},

@@ -243,12 +243,17 @@ type User struct {
 // the Unix epoch) and tells a restarted origin from its former self, Seq
 // counts the origin's broadcasts within the epoch. A Key replaces, in
 // every queue it reaches, the origin's older broadcast with the same key.
+// Sent is when the origin sent it, on the origin's clock (milliseconds
+// since the Unix epoch; 0 from a release that did not say), for the
+// receivers' measure of the delivery delay. Older releases read the
+// first five fields and skip it.
 type Broadcast struct {
 	Origin  string
 	Epoch   uint64
 	Seq     uint32
 	Key     string
 	Payload []byte
+	Sent    uint64
 }
 
 // AckPayload rides with the Ack of the same Seq, in one packet: what the

@@ -656,6 +656,14 @@ func TestGoldenProtocol1(t *testing.T) {
 	}
 }
 
+// A Broadcast from a release that predates Sent (five fields) still
+// decodes, with Sent zero: the delay of its delivery is not known.
+func TestBroadcastWithoutSent(t *testing.T) {
+	msg, err := DecodeFrame(unhex(t, "0b 95 aa 6e6f64652d3030303032 cf 000001a234295d69 07 a3 6b2f31 c4 01 76"))
+	require.NoError(t, err)
+	require.Equal(t, &Broadcast{Origin: "node-00002", Epoch: 1796171455849, Seq: 7, Key: "k/1", Payload: []byte("v")}, msg)
+}
+
 // A newer peer's trailing fields are skipped and counted per message; a
 // newer kind is an Unknown.
 func TestDecodePacketCounted(t *testing.T) {
