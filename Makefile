@@ -37,10 +37,11 @@ test: lint sizes chromium
 	done
 
 # broadcast-sim: the broadcast trees on 10,000 simulated members (virtual
-# time): 16 broadcasts a second from 64 origins for 20 s while 100
-# members crash; every broadcast must reach every live member, and the
-# trees mend within two probe intervals of the last crash
-# (TestTreeRepairsAfterCrashes; make test runs it at 1,000 members).
+# time, started converged): 16 broadcasts a second from 64 origins for
+# 20 s while 100 members crash; every broadcast must reach every live
+# member, and the trees mend within two probe intervals of the last crash
+# (TestTreeRepairsAfterCrashes; make test runs it at 1,000 members, joined
+# through one seed).
 broadcast-sim:
 	$(GO) test -count=1 -timeout 60m -run '^TestTreeRepairsAfterCrashes$$' -v ./internal/sim -tree.n 10000
 
@@ -108,10 +109,11 @@ detect:
 	$(GO) test -count=1 -timeout 2h -parallel 1 -run '^TestDetectionLatency$$' -v ./internal/sim -detect.seeds $(DETECT_SEEDS) -detect.sizes $(DETECT_SIZES)
 
 # traffic: applications' broadcasts beside failure detection in the
-# simulator (BenchmarkUserTraffic): 256 and 2,500 members, each
-# broadcasting 10 and 0.1 messages of 100 bytes a second, against the same
-# run without them: crash detection, false suspicions, deliveries and
-# rounds to reach everyone. About 10 minutes on 2 cores.
+# simulator (BenchmarkUserTraffic): 256 and 2,500 members, each member
+# broadcasting 10 messages of 100 bytes a second (0.1 at 2,500), then the
+# whole cluster 5 a second, against the same run without them: crash
+# detection, false suspicions, deliveries and rounds to reach everyone.
+# About 10 minutes on 2 cores.
 TRAFFIC_SEEDS ?= 3
 traffic:
 	$(GO) test ./internal/sim -count=1 -timeout 2h -run '^$$' -bench '^BenchmarkUserTraffic$$' -benchtime 1x -traffic.seeds $(TRAFFIC_SEEDS)
