@@ -108,12 +108,12 @@ DETECT_SIZES ?= 64,1000
 detect:
 	$(GO) test -count=1 -timeout 2h -parallel 1 -run '^TestDetectionLatency$$' -v ./internal/sim -detect.seeds $(DETECT_SEEDS) -detect.sizes $(DETECT_SIZES)
 
-# traffic: applications' broadcasts beside failure detection in the
-# simulator (BenchmarkUserTraffic): 256 and 2,500 members, each member
-# broadcasting 10 messages of 100 bytes a second (0.1 at 2,500), then the
-# whole cluster 5 a second, against the same run without them: crash
-# detection, false suspicions, deliveries and rounds to reach everyone.
-# About 10 minutes on 2 cores.
+# traffic: applications' broadcasts by gossip (the trees off, as toward
+# members of older releases) beside failure detection in the simulator
+# (BenchmarkUserTraffic): 256 and 2,500 members, each member broadcasting
+# 10 messages of 100 bytes a second, then the whole cluster 5 a second,
+# against the same run without them: crash detection, false suspicions,
+# deliveries and rounds to reach everyone. About 3 minutes on 2 cores.
 TRAFFIC_SEEDS ?= 3
 traffic:
 	$(GO) test ./internal/sim -count=1 -timeout 2h -run '^$$' -bench '^BenchmarkUserTraffic$$' -benchtime 1x -traffic.seeds $(TRAFFIC_SEEDS)
