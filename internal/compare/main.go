@@ -81,6 +81,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/swim-go/swim/internal/compare/harness"
 )
 
 type options struct {
@@ -135,25 +137,6 @@ func settingsName(matched bool) string {
 	return settingsLAN
 }
 
-func parseSizes(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 2 {
-			return nil, fmt.Errorf("bad size %q (want integers ≥ 2)", f)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no size given")
-	}
-	return out, nil
-}
-
 func main() {
 	o := &options{}
 	sizes := flag.String("n", "64,256,1024", "cluster sizes, comma-separated")
@@ -190,7 +173,7 @@ func main() {
 	flag.Float64Var(&o.memFraction, "mem-fraction", 0.6, "the search skips an N whose extrapolated memory exceeds this fraction of MemAvailable")
 	flag.Parse()
 	var err error
-	if o.sizes, err = parseSizes(*sizes); err != nil {
+	if o.sizes, err = harness.ParseSizes(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(2)
 	}

@@ -198,34 +198,3 @@ func logHeap() {
 	}
 	fmt.Fprintf(os.Stderr, "%s   heap: %.0f MiB live, of it %.0f MiB scanned; stacks %.0f MiB\n", time.Now().Format("15:04:05"), val(0), val(1), val(2))
 }
-
-// udpReceiveDrops is the host's count of UDP datagrams dropped because a
-// socket's receive buffer was full (RcvbufErrors in /proc/net/snmp), false
-// where the system has no such file. A member whose reader falls behind
-// loses packets this way without any sender knowing, which the simulator
-// does not model.
-func udpReceiveDrops() (uint64, bool) {
-	b, err := os.ReadFile("/proc/net/snmp")
-	if err != nil {
-		return 0, false
-	}
-	var header []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Udp:" {
-			continue
-		}
-		if header == nil {
-			header = f
-			continue
-		}
-		for i, name := range header {
-			if name == "RcvbufErrors" && i < len(f) {
-				v, err := strconv.ParseUint(f[i], 10, 64)
-				return v, err == nil
-			}
-		}
-		return 0, false
-	}
-	return 0, false
-}

@@ -9,8 +9,9 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/swim-go/swim/internal/compare/harness"
 )
 
 // library starts members of one implementation.
@@ -20,7 +21,7 @@ type library interface {
 	// to rec and counting its traffic in c, with the settings of p:
 	// p.matched selects the matched settings instead of the library's own
 	// LAN defaults, p.encrypted turns on encryption and the label.
-	start(i int, c *counters, rec *recorder, p plan) (member, error)
+	start(i int, c *harness.Counters, rec *recorder, p plan) (member, error)
 }
 
 // member is one running member of either library.
@@ -133,14 +134,6 @@ func (r *result) nearly() bool {
 	return r.Converged || (r.Joined == r.N-1 && r.SeenMedian == r.N)
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // seen returns the minimum and median of the members' member counts.
 func seen(ms []member) (lo, med int) {
 	if len(ms) == 0 {
@@ -179,19 +172,6 @@ func settleGC() runtime.MemStats {
 	return ms
 }
 
-// waitGoroutines waits until at most target goroutines run, or the bound
-// passes; it returns how many are left over the target.
-func waitGoroutines(target int, bound time.Duration) int {
-	deadline := time.Now().Add(bound)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= target || time.Now().After(deadline) {
-			return max(0, n-target)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // runCluster runs one cluster of lib through the plan, then shuts it down
 // and waits for its goroutines.
 func runCluster(lib library, p plan, o *options) (res result) {
@@ -202,7 +182,7 @@ func runCluster(lib library, p plan, o *options) (res result) {
 
 	g0 := runtime.NumGoroutine()
 	mem0 := settleGC()
-	c := &counters{}
+	c := &harness.Counters{}
 	rec := newRecorder(p.n)
 
 	members := make([]member, 0, p.n)
@@ -210,14 +190,14 @@ func runCluster(lib library, p plan, o *options) (res result) {
 	var pollWG sync.WaitGroup // the bootstrap poller
 	defer func() {
 		rec.phase.Store(phaseOff)
-		shutdownAll(members)
+		shutdownMembers(members)
 		wg.Wait()     // joins still in flight end once their member is shut down
 		pollWG.Wait() // and so does a count in progress
 		for _, m := range members {
 			res.EventsDropped += m.dropped() // after Shutdown: final counters, no wait for a busy loop
 		}
 		members = nil
-		res.LeftGoroutines = waitGoroutines(g0, 60*time.Second)
+		res.LeftGoroutines = harness.WaitGoroutines(g0, 60*time.Second)
 		if res.LeftGoroutines > 0 {
 			logf("  %d goroutines still running after shutdown", res.LeftGoroutines)
 		}
@@ -247,7 +227,7 @@ func runCluster(lib library, p plan, o *options) (res result) {
 	}
 	res.BootBound = bound.Seconds()
 	rec.phase.Store(phaseBoot)
-	t0, boot0 := time.Now(), c.snapshot()
+	t0, boot0 := time.Now(), c.Snapshot()
 	ctx, cancel := context.WithDeadline(context.Background(), t0.Add(bound))
 	defer cancel()
 	seed := members[0].address()
@@ -319,8 +299,8 @@ func runCluster(lib library, p plan, o *options) (res result) {
 		}
 	})
 	tick := time.NewTicker(o.poll)
-	lastLog, lastTraffic := t0, c.snapshot()
-	lastDrops, _ := udpReceiveDrops()
+	lastLog, lastTraffic := t0, c.Snapshot()
+	lastDrops, _ := harness.UDPReceiveDrops()
 	var last poll
 bootstrap:
 	for {
@@ -335,15 +315,15 @@ bootstrap:
 		case <-tick.C:
 		}
 		if since := time.Since(lastLog); since > 10*time.Second {
-			tr := c.snapshot()
-			d := tr.sub(lastTraffic)
+			tr := c.Snapshot()
+			d := tr.Sub(lastTraffic)
 			logf("  %.0fs: %d of %d joins done; members seen min %d, median %d of %d; %.0f packets/s, %.1f MB/s over streams",
 				time.Since(t0).Seconds(), joined.Load(), p.n-1, last.lo, last.med, p.n,
 				float64(d.UDPPackets)/since.Seconds(), float64(d.TCPBytes)/since.Seconds()/1e6)
 			lastLog, lastTraffic = time.Now(), tr
 			if traceFalse {
 				logHeap()
-				if drops, ok := udpReceiveDrops(); ok {
+				if drops, ok := harness.UDPReceiveDrops(); ok {
 					logf("  %d datagrams dropped by full receive buffers since the last line", drops-lastDrops)
 					lastDrops = drops
 				}
@@ -354,7 +334,7 @@ bootstrap:
 		}
 	}
 	tick.Stop()
-	bootTraffic := c.snapshot().sub(boot0)
+	bootTraffic := c.Snapshot().Sub(boot0)
 	close(pollStop)
 	cancel()
 	// memberlist's Join takes no context: give joins in flight a while,
@@ -388,12 +368,12 @@ bootstrap:
 	if traceFalse {
 		sum0 = sumCounters(members)
 	}
-	tr0, cpu0 := c.snapshot(), cpuTime()
-	drops0, _ := udpReceiveDrops()
+	tr0, cpu0 := c.Snapshot(), harness.ProcessCPU()
+	drops0, _ := harness.UDPReceiveDrops()
 	w0 := time.Now()
 	time.Sleep(p.window)
-	tr1, cpu1 := c.snapshot(), cpuTime()
-	if drops1, ok := udpReceiveDrops(); ok && traceFalse {
+	tr1, cpu1 := c.Snapshot(), harness.ProcessCPU()
+	if drops1, ok := harness.UDPReceiveDrops(); ok && traceFalse {
 		logf("  steady window: %d datagrams dropped by full receive buffers", drops1-drops0)
 	}
 	win := time.Since(w0)
@@ -401,7 +381,7 @@ bootstrap:
 		logCounters(logf, "steady window", subCounters(sumCounters(members), sum0), p.n, win)
 	}
 	res.WindowSeconds = win.Seconds()
-	d := tr1.sub(tr0)
+	d := tr1.Sub(tr0)
 	nf, ws := float64(p.n), win.Seconds()
 	res.CPUMsPerNodeSec = float64(cpu1-cpu0) / float64(time.Millisecond) / ws / nf
 	res.UDPBytesNodeSec = float64(d.UDPBytes) / ws / nf
@@ -476,8 +456,8 @@ bootstrap:
 			}
 			return true
 		}
-		crashAt, lastLog, lastTraffic := time.Now(), time.Now(), c.snapshot()
-		lastDrops, _ := udpReceiveDrops()
+		crashAt, lastLog, lastTraffic := time.Now(), time.Now(), c.Snapshot()
+		lastDrops, _ := harness.UDPReceiveDrops()
 		// The phase's counters are summed at its two ends only: a sum
 		// takes each member's lock, and taken every 2 s in a busy phase it
 		// took seconds and added to the load it was meant to show.
@@ -503,15 +483,15 @@ bootstrap:
 			// into scheduling delays, and its totals alone do not show
 			// whether the packets or something else grew first.
 			if since := time.Since(lastLog); traceFalse && since >= 2*time.Second {
-				tr := c.snapshot()
-				d := tr.sub(lastTraffic)
+				tr := c.Snapshot()
+				d := tr.Sub(lastTraffic)
 				known := 0
 				for _, v := range rec.crashProgress() {
 					known += v
 				}
 				rt := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/goroutines:goroutines"}}
 				rtmetrics.Read(rt)
-				drops, _ := udpReceiveDrops()
+				drops, _ := harness.UDPReceiveDrops()
 				logf("  crash +%.0fs: %.1f%% of (survivor, crashed) pairs known; %.0f packets/s, %.1f MB/s over streams; %d GC cycles so far, %d goroutines; %d datagrams dropped by full receive buffers",
 					time.Since(crashAt).Seconds(), 100*float64(known)/float64(max(pairs, 1)),
 					float64(d.UDPPackets)/since.Seconds(), float64(d.TCPBytes)/since.Seconds()/1e6,
@@ -546,7 +526,7 @@ bootstrap:
 		if o.crashWatch > 0 {
 			logf("  crash phase: %.1fs in all, false deaths %d (%d members)", time.Since(crashAt).Seconds(), res.FalseCrash, res.FalseCrashWho)
 		}
-		// The crashed members stay in the slice; shutdownAll is idempotent.
+		// The crashed members stay in the slice; shutting one down twice is harmless.
 	}
 
 	// Packet loss: drop a fraction of all UDP packets for a window, on the
@@ -556,11 +536,11 @@ bootstrap:
 		res.Loss = p.loss
 		res.LossSeconds = o.lossWindow.Seconds()
 		rec.phase.Store(phaseLoss)
-		l0 := c.snapshot()
-		c.setLoss(p.loss)
+		l0 := c.Snapshot()
+		c.SetLoss(p.loss)
 		time.Sleep(o.lossWindow)
-		c.setLoss(0)
-		res.LossDropped = c.snapshot().sub(l0).Dropped
+		c.SetLoss(0)
+		res.LossDropped = c.Snapshot().Sub(l0).Dropped
 		res.FalseLoss, res.FalseLossWho = rec.falseIn(phaseLoss)
 		var alive []member
 		for j, m := range members {
@@ -592,16 +572,7 @@ func drainHeap(base uint64, bound time.Duration) uint64 {
 	}
 }
 
-// shutdownAll shuts the members down, a few at a time.
-func shutdownAll(ms []member) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for _, m := range ms {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_ = m.shutdown()
-		})
-	}
-	wg.Wait()
+// shutdownMembers shuts the members down, a few at a time.
+func shutdownMembers(ms []member) {
+	harness.ShutdownAll(len(ms), func(i int) { _ = ms[i].shutdown() })
 }

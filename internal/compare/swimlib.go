@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"net"
-	"net/netip"
 	"reflect"
-	"sync"
 	"unsafe"
 
 	"github.com/swim-go/swim"
+	"github.com/swim-go/swim/internal/compare/harness"
 )
 
 // swimLib runs swim members over a counting wrapper of swim's NetTransport.
@@ -45,7 +43,7 @@ func swimConfig(matched bool) *swim.Config {
 	return cfg
 }
 
-func (swimLib) start(i int, c *counters, rec *recorder, p plan) (member, error) {
+func (swimLib) start(i int, c *harness.Counters, rec *recorder, p plan) (member, error) {
 	cfg := swimConfig(p.matched)
 	if swimRetransmitMult > 0 {
 		cfg.RetransmitMult = swimRetransmitMult
@@ -57,7 +55,7 @@ func (swimLib) start(i int, c *counters, rec *recorder, p plan) (member, error) 
 		cfg.Keys = [][]byte{testKey}
 		cfg.Label = testLabel
 	}
-	t, err := newSwimTransport(c, cfg.MaxConcurrentStreams)
+	t, err := harness.NewSwimTransport(c, cfg.MaxConcurrentStreams)
 	if err != nil {
 		return nil, err
 	}
@@ -103,68 +101,6 @@ func (m *swimMember) join(ctx context.Context, seed string) error {
 	return err
 }
 
-// swimTransport wraps swim's NetTransport, counting what is sent (packets
-// in WriteTo, stream bytes on dialled and accepted streams) and dropping
-// packets on demand.
-type swimTransport struct {
-	inner   *swim.NetTransport
-	c       *counters
-	streams chan net.Conn
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	err     error
-}
-
-var _ swim.PacketHandlerTransport = (*swimTransport)(nil)
-
-func newSwimTransport(c *counters, maxStreams int) (*swimTransport, error) {
-	nt, err := swim.NewNetTransport(&swim.NetTransportConfig{
-		BindAddr:             "127.0.0.1",
-		MaxConcurrentStreams: maxStreams,
-	})
-	if err != nil {
-		return nil, err
-	}
-	t := &swimTransport{
-		inner:   nt,
-		c:       c,
-		streams: make(chan net.Conn),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-	}
-	go t.relay()
-	return t, nil
-}
-
-// relay hands accepted streams on, wrapped, until the inner transport closes.
-func (t *swimTransport) relay() {
-	defer close(t.done)
-	defer close(t.streams)
-	for conn := range t.inner.Streams() {
-		select {
-		case t.streams <- &countingConn{Conn: conn, c: t.c}:
-		case <-t.stop:
-			_ = conn.Close()
-		}
-	}
-}
-
-func (t *swimTransport) LocalAddr() netip.AddrPort { return t.inner.LocalAddr() }
-
-func (t *swimTransport) WriteTo(b []byte, to netip.AddrPort) error {
-	if t.c.drop() {
-		return nil
-	}
-	err := t.inner.WriteTo(b, to)
-	if err == nil {
-		t.c.sent(len(b))
-	}
-	return err
-}
-
-func (t *swimTransport) Packets() <-chan swim.IncomingPacket { return t.inner.Packets() }
-
 // swimDirect (-swim-direct) lets swim handle packets on the transport's
 // reader goroutine (PacketHandlerTransport); off, packets reach its loop
 // through the Packets channel, for comparing the two.
@@ -178,30 +114,6 @@ var swimRetransmitMult, swimGossipNodes int
 
 // channelOnly hides HandlePackets from swim.
 type channelOnly struct{ swim.Transport }
-
-// HandlePackets passes the handler on, so that swim handles packets on the
-// reader goroutine here as it does over a bare NetTransport.
-func (t *swimTransport) HandlePackets(h func(swim.IncomingPacket)) { t.inner.HandlePackets(h) }
-
-func (t *swimTransport) DialStream(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
-	conn, err := t.inner.DialStream(ctx, to)
-	if err != nil {
-		return nil, err
-	}
-	t.c.streams.Add(1)
-	return &countingConn{Conn: conn, c: t.c}, nil
-}
-
-func (t *swimTransport) Streams() <-chan net.Conn { return t.streams }
-
-func (t *swimTransport) Close() error {
-	t.once.Do(func() {
-		t.err = t.inner.Close()
-		close(t.stop)
-		<-t.done
-	})
-	return t.err
-}
 
 // swimEventBuffer and swimEventSize size the event queue swim keeps when
 // Config.Events is set, for the notes under the table.

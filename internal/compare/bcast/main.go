@@ -70,6 +70,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swim-go/swim/internal/compare/harness"
 )
 
 type options struct {
@@ -113,7 +115,7 @@ func main() {
 
 	var err error
 	if o.libs, err = parseLibs(*libs); err == nil {
-		if o.sizes, err = parseInts(*sizes); err == nil {
+		if o.sizes, err = harness.ParseSizes(*sizes); err == nil {
 			o.rates, err = parseRates(*rates)
 		}
 	}
@@ -192,24 +194,6 @@ func parseLibs(s string) ([]string, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no library given")
-	}
-	return out, nil
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 2 {
-			return nil, fmt.Errorf("bad size %q (want integers ≥ 2)", f)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no size given")
 	}
 	return out, nil
 }

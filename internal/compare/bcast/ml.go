@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"log"
-	"net"
-	"sync"
-	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/swim-go/swim/internal/compare/harness"
 )
 
 // mlLib runs hashicorp/memberlist members at memberlist.DefaultLANConfig,
@@ -23,26 +20,10 @@ type mlLib struct{}
 func (mlLib) name() string { return "memberlist" }
 
 func (mlLib) start(i int, env *cluster) (member, error) {
-	quiet := log.New(io.Discard, "", 0)
-	var (
-		nt  *memberlist.NetTransport
-		err error
-	)
-	// Port 0 picks a free TCP port and UDP then binds the same number,
-	// which may be taken: retry, as memberlist itself does.
-	for range 10 {
-		nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-			BindAddrs: []string{"127.0.0.1"},
-			Logger:    quiet,
-		})
-		if err == nil {
-			break
-		}
-	}
+	t, err := harness.OpenMLTransport(env.bytes)
 	if err != nil {
 		return nil, err
 	}
-	t := newMLCounted(nt, env.bytes)
 	conf := memberlist.DefaultLANConfig()
 	d := &mlDelegate{self: i, track: env.track}
 	d.queue = &memberlist.TransmitLimitedQueue{
@@ -63,7 +44,7 @@ func (mlLib) start(i int, env *cluster) (member, error) {
 		_ = t.Shutdown()
 		return nil, err
 	}
-	return &mlMember{ml: ml, d: d, addr: fmt.Sprintf("127.0.0.1:%d", nt.GetAutoBindPort())}, nil
+	return &mlMember{ml: ml, d: d, addr: t.Address()}, nil
 }
 
 // queueFull: memberlist's queue is unbounded, it never refuses.
@@ -130,102 +111,3 @@ func (b mlBroadcast) Invalidates(memberlist.Broadcast) bool { return false }
 func (b mlBroadcast) Message() []byte                       { return b }
 func (b mlBroadcast) Finished()                             {}
 func (b mlBroadcast) UniqueBroadcast()                      {}
-
-// mlCounted wraps memberlist's NetTransport and counts what is sent:
-// packets in WriteTo and WriteToAddress, stream bytes on dialled and
-// accepted streams. It is a NodeAwareTransport, like the NetTransport it
-// wraps, so memberlist uses it the same way.
-type mlCounted struct {
-	inner     *memberlist.NetTransport
-	bytes     *sentBytes
-	streams   chan net.Conn
-	stop      chan struct{} // Shutdown began
-	innerDone chan struct{} // the inner transport is down
-	relayed   chan struct{}
-	once      sync.Once
-	err       error
-}
-
-var _ memberlist.NodeAwareTransport = (*mlCounted)(nil)
-
-func newMLCounted(nt *memberlist.NetTransport, bytes *sentBytes) *mlCounted {
-	t := &mlCounted{
-		inner:     nt,
-		bytes:     bytes,
-		streams:   make(chan net.Conn),
-		stop:      make(chan struct{}),
-		innerDone: make(chan struct{}),
-		relayed:   make(chan struct{}),
-	}
-	go t.relay()
-	return t
-}
-
-// relay passes accepted streams on, wrapped. NetTransport never closes its
-// stream channel and blocks its acceptor on it, so the relay keeps taking
-// streams (closing them once Shutdown began) until the inner transport is
-// down.
-func (t *mlCounted) relay() {
-	defer close(t.relayed)
-	for {
-		select {
-		case conn := <-t.inner.StreamCh():
-			select {
-			case t.streams <- &countedConn{Conn: conn, s: t.bytes}:
-			case <-t.stop:
-				_ = conn.Close()
-			}
-		case <-t.innerDone:
-			return
-		}
-	}
-}
-
-func (t *mlCounted) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
-	return t.inner.FinalAdvertiseAddr(ip, port)
-}
-
-func (t *mlCounted) WriteTo(b []byte, addr string) (time.Time, error) {
-	ts, err := t.inner.WriteTo(b, addr)
-	if err == nil {
-		t.bytes.packet(len(b))
-	}
-	return ts, err
-}
-
-func (t *mlCounted) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
-	ts, err := t.inner.WriteToAddress(b, a)
-	if err == nil {
-		t.bytes.packet(len(b))
-	}
-	return ts, err
-}
-
-func (t *mlCounted) PacketCh() <-chan *memberlist.Packet { return t.inner.PacketCh() }
-func (t *mlCounted) StreamCh() <-chan net.Conn           { return t.streams }
-
-func (t *mlCounted) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
-	conn, err := t.inner.DialTimeout(addr, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &countedConn{Conn: conn, s: t.bytes}, nil
-}
-
-func (t *mlCounted) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
-	conn, err := t.inner.DialAddressTimeout(a, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &countedConn{Conn: conn, s: t.bytes}, nil
-}
-
-func (t *mlCounted) Shutdown() error {
-	t.once.Do(func() {
-		close(t.stop)
-		t.err = t.inner.Shutdown()
-		close(t.innerDone)
-		<-t.relayed
-	})
-	return t.err
-}

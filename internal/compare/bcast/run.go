@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/swim-go/swim/internal/compare/harness"
 )
 
 // library starts members of one implementation.
@@ -51,7 +53,7 @@ func memberName(i int) string { return fmt.Sprintf("node-%05d", i) }
 // cluster is what a run's members share.
 type cluster struct {
 	n     int
-	bytes *sentBytes
+	bytes *harness.Counters
 	track *tracker
 }
 
@@ -124,11 +126,11 @@ func runOne(lib library, n int, rate float64, o *options) (res result) {
 	g0 := runtime.NumGoroutine()
 	// The ticker schedules exactly this many broadcasts, evenly spaced.
 	total := max(1, int(math.Round(rate*o.load.Seconds())))
-	env := &cluster{n: n, bytes: &sentBytes{}, track: newTracker(n, total)}
+	env := &cluster{n: n, bytes: &harness.Counters{}, track: newTracker(n, total)}
 	members := make([]member, 0, n)
 	defer func() {
-		shutdownAll(members)
-		res.LeftRoutines = waitGoroutines(g0, 60*time.Second)
+		shutdownMembers(members)
+		res.LeftRoutines = harness.WaitGoroutines(g0, 60*time.Second)
 		if res.LeftRoutines > 0 {
 			o.logf("%s: %d goroutines still running after shutdown", tag, res.LeftRoutines)
 		}
@@ -202,8 +204,8 @@ func runOne(lib library, n int, rate float64, o *options) (res result) {
 		})
 	}
 	counters0 := sumCounters(members)
-	rcv0, _ := udpRcvbufErrors()
-	bytes0, cpu0 := env.bytes.snapshot(), processCPU()
+	rcv0, _ := harness.UDPReceiveDrops()
+	bytes0, cpu0 := env.bytes.Snapshot(), harness.ProcessCPU()
 	loadStart := time.Now()
 	period := time.Duration(float64(time.Second) / rate)
 	for k := range total {
@@ -223,7 +225,7 @@ func runOne(lib library, n int, rate float64, o *options) (res result) {
 		time.Sleep(d)
 	}
 	loadSecs := time.Since(loadStart).Seconds()
-	bytes1, cpu1 := env.bytes.snapshot(), processCPU()
+	bytes1, cpu1 := env.bytes.Snapshot(), harness.ProcessCPU()
 	for _, q := range queues {
 		close(q)
 	}
@@ -233,11 +235,11 @@ func runOne(lib library, n int, rate float64, o *options) (res result) {
 	}
 	res.LoadSeconds = loadSecs
 	nf := float64(n)
-	db := bytes1.sub(bytes0)
+	db := bytes1.Sub(bytes0)
 	res.CPUMsPerMemberSec = float64(cpu1-cpu0) / float64(time.Millisecond) / loadSecs / nf
-	res.BytesPerMemberSec = float64(db.UDP+db.TCP) / loadSecs / nf
-	res.TCPBytesMemberSec = float64(db.TCP) / loadSecs / nf
-	res.PacketsPerMemberSc = float64(db.Packets) / loadSecs / nf
+	res.BytesPerMemberSec = float64(db.UDPBytes+db.TCPBytes) / loadSecs / nf
+	res.TCPBytesMemberSec = float64(db.TCPBytes) / loadSecs / nf
+	res.PacketsPerMemberSc = float64(db.UDPPackets) / loadSecs / nf
 
 	// Drain: wait for stragglers, up to -drain; end sooner once every
 	// sent broadcast reached everyone and no copy arrived for 2 s (the
@@ -262,7 +264,7 @@ func runOne(lib library, n int, rate float64, o *options) (res result) {
 		}
 	}
 	res.DrainSeconds = time.Since(drainStart).Seconds()
-	rcv1, _ := udpRcvbufErrors()
+	rcv1, _ := harness.UDPReceiveDrops()
 	res.RcvbufErrs = rcv1 - rcv0
 
 	sum := tr.summarise(total)
@@ -402,29 +404,7 @@ func formatCounters(c map[string]uint64) string {
 	return b.String()
 }
 
-// shutdownAll shuts the members down, a few at a time.
-func shutdownAll(ms []member) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64)
-	for _, m := range ms {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_ = m.shutdown()
-		})
-	}
-	wg.Wait()
-}
-
-// waitGoroutines waits until at most target goroutines run, or the bound
-// passes; it returns how many are left over the target.
-func waitGoroutines(target int, bound time.Duration) int {
-	deadline := time.Now().Add(bound)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= target || time.Now().After(deadline) {
-			return max(0, n-target)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+// shutdownMembers shuts the members down, a few at a time.
+func shutdownMembers(ms []member) {
+	harness.ShutdownAll(len(ms), func(i int) { _ = ms[i].shutdown() })
 }

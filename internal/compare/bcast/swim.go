@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
-	"net/netip"
 	"reflect"
-	"sync"
 
 	"github.com/swim-go/swim"
+	"github.com/swim-go/swim/internal/compare/harness"
 )
 
 // swimLib runs swim members at swim.DefaultLANConfig (so with
@@ -19,7 +17,7 @@ func (swimLib) name() string { return "swim" }
 
 func (swimLib) start(i int, env *cluster) (member, error) {
 	cfg := swim.DefaultLANConfig()
-	t, err := newSwimCounted(env.bytes, cfg.MaxConcurrentStreams)
+	t, err := harness.NewSwimTransport(env.bytes, cfg.MaxConcurrentStreams)
 	if err != nil {
 		return nil, err
 	}
@@ -85,86 +83,4 @@ func outcomeKind(err error) string {
 		return "replaced"
 	}
 	return "other"
-}
-
-// swimCounted wraps swim's NetTransport and counts what is sent: packets in
-// WriteTo, stream bytes on dialled and accepted streams.
-type swimCounted struct {
-	inner   *swim.NetTransport
-	bytes   *sentBytes
-	streams chan net.Conn
-	stop    chan struct{}
-	relayed chan struct{}
-	once    sync.Once
-	err     error
-}
-
-// A PacketHandlerTransport like the NetTransport it wraps, so that swim
-// handles packets on the reader goroutine as it does by default.
-var _ swim.PacketHandlerTransport = (*swimCounted)(nil)
-
-func newSwimCounted(bytes *sentBytes, maxStreams int) (*swimCounted, error) {
-	nt, err := swim.NewNetTransport(&swim.NetTransportConfig{
-		BindAddr:             "127.0.0.1",
-		MaxConcurrentStreams: maxStreams,
-	})
-	if err != nil {
-		return nil, err
-	}
-	t := &swimCounted{
-		inner:   nt,
-		bytes:   bytes,
-		streams: make(chan net.Conn),
-		stop:    make(chan struct{}),
-		relayed: make(chan struct{}),
-	}
-	go t.relay()
-	return t, nil
-}
-
-// relay passes accepted streams on, wrapped, until the inner transport
-// closes its channel.
-func (t *swimCounted) relay() {
-	defer close(t.relayed)
-	defer close(t.streams)
-	for conn := range t.inner.Streams() {
-		select {
-		case t.streams <- &countedConn{Conn: conn, s: t.bytes}:
-		case <-t.stop:
-			_ = conn.Close()
-		}
-	}
-}
-
-func (t *swimCounted) LocalAddr() netip.AddrPort                 { return t.inner.LocalAddr() }
-func (t *swimCounted) Packets() <-chan swim.IncomingPacket       { return t.inner.Packets() }
-func (t *swimCounted) HandlePackets(h func(swim.IncomingPacket)) { t.inner.HandlePackets(h) }
-func (t *swimCounted) Streams() <-chan net.Conn                  { return t.streams }
-
-func (t *swimCounted) WriteTo(b []byte, to netip.AddrPort) error {
-	err := t.inner.WriteTo(b, to)
-	if err == nil {
-		t.bytes.packet(len(b))
-	}
-	return err
-}
-
-func (t *swimCounted) DialStream(ctx context.Context, to netip.AddrPort) (net.Conn, error) {
-	conn, err := t.inner.DialStream(ctx, to)
-	if err != nil {
-		return nil, err
-	}
-	return &countedConn{Conn: conn, s: t.bytes}, nil
-}
-
-func (t *swimCounted) Close() error {
-	t.once.Do(func() {
-		// stop first: a stream accepted while swim shuts down is closed
-		// rather than waited on, so the inner Close never waits for the
-		// relay.
-		close(t.stop)
-		t.err = t.inner.Close()
-		<-t.relayed
-	})
-	return t.err
 }
