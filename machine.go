@@ -831,6 +831,7 @@ type Stats struct {
 	TreeGraftsUnknown          uint64 // asked for, not retained here: nothing sent
 	TreeGraftsAbandoned        uint64 // announced broadcasts never received after treeGraftTries grafts
 	TreeRefused                uint64 // tree messages from no live member of the tree protocol, or announcements over the bound
+	TreeStateForgotten         uint64 // tree bookkeeping past its bound: a link's per-origin trees or the first-broadcast marks cleared, a key's newest value not remembered, a prune left for a later flush
 	TreePeers                  int    // neighbors now (a gauge)
 	TreeLazyLinks              int    // (neighbor, tree) pairs pruned, a tree being the shared one or an origin's own: links that only announce that tree's broadcasts (a gauge)
 	TreeQueueBytes             int    // pushes queued on links (a gauge)

@@ -157,17 +157,29 @@ func (p *treePeer) eagerFor(origin string) bool {
 	return !p.sharedLazy
 }
 
+// ownBound is the bound on the origins a link keeps trees of, and the
+// counter of the times it was reached (Stats.TreeStateForgotten).
+type ownBound struct {
+	limit  int
+	forgot *uint64
+}
+
+func (m *Machine) ownBound() ownBound {
+	return ownBound{limit: m.cfg.MaxMembers, forgot: &m.stats.TreeStateForgotten}
+}
+
 // setOwn gives origin a tree of its own on the link, eager or not. The
 // origins with a tree of their own are bounded by limit (an origin
 // invented by a forger costs an entry): past it they are all forgotten and
 // follow the shared tree again, which the redundant copies or the grafts
 // correct.
-func (p *treePeer) setOwn(origin string, eager bool, limit int) {
+func (p *treePeer) setOwn(origin string, eager bool, b ownBound) {
 	if p.own == nil {
 		p.own = make(map[string]bool)
 	}
-	if _, ok := p.own[origin]; !ok && len(p.own) >= limit {
+	if _, ok := p.own[origin]; !ok && len(p.own) >= b.limit {
 		clear(p.own)
+		*b.forgot++
 	}
 	p.own[origin] = eager
 }
@@ -176,11 +188,11 @@ func (p *treePeer) setOwn(origin string, eager bool, limit int) {
 // came over it first or the far end grafted it (Plumtree §3.1-3.2). When
 // that broadcast was origin's first, the shared tree failed to carry it
 // and is mended too.
-func (p *treePeer) join(origin string, first bool, limit int) {
+func (p *treePeer) join(origin string, first bool, b ownBound) {
 	if first {
 		p.sharedLazy, p.settled = false, true
 	}
-	p.setOwn(origin, true, limit)
+	p.setOwn(origin, true, b)
 }
 
 // lazyTrees counts the trees the link is pruned from.
@@ -456,6 +468,7 @@ func (m *Machine) treeNew(now time.Time, from *treePeer, msg *wire.Broadcast, fr
 	if !seen {
 		if len(m.tree.firstOf) >= treeMaxKeys {
 			clear(m.tree.firstOf)
+			m.stats.TreeStateForgotten++
 		}
 		m.tree.firstOf[tm.origin] = tm.id
 	}
@@ -465,7 +478,7 @@ func (m *Machine) treeNew(now time.Time, from *treePeer, msg *wire.Broadcast, fr
 			p.settled = true
 		}
 	}
-	limit := m.cfg.MaxMembers
+	limit := m.ownBound()
 	if from != nil {
 		if _, own := from.own[tm.origin]; !own {
 			from.setOwn(tm.origin, true, limit)
@@ -613,13 +626,18 @@ func (m *Machine) treeDuplicate(now time.Time, s *memberState, origin string, id
 		p.sharedLazy, p.settled = true, true
 		m.treeQueuePrune(now, p, "")
 	}
-	p.setOwn(origin, false, m.cfg.MaxMembers)
+	p.setOwn(origin, false, m.ownBound())
 	m.treeQueuePrune(now, p, origin)
 }
 
 // treeQueuePrune queues a Prune of tree ("" for the shared one) on p.
 func (m *Machine) treeQueuePrune(now time.Time, p *treePeer, tree string) {
-	if slices.Contains(p.prunes, tree) || len(p.prunes) >= wire.MaxCompoundParts {
+	if slices.Contains(p.prunes, tree) {
+		return
+	}
+	if len(p.prunes) >= wire.MaxCompoundParts {
+		// The copies that keep coming prune the link at a later flush.
+		m.stats.TreeStateForgotten++
 		return
 	}
 	p.prunes = append(p.prunes, tree)
@@ -712,7 +730,7 @@ func (m *Machine) handleGraft(now time.Time, s *memberState, msg *wire.Graft) {
 	for _, id := range msg.IDs {
 		if tm := m.tree.retained[id]; tm != nil && !tm.gone {
 			if !p.eagerFor(tm.origin) {
-				p.join(tm.origin, m.treeFirst(tm.origin, tm.id), m.cfg.MaxMembers)
+				p.join(tm.origin, m.treeFirst(tm.origin, tm.id), m.ownBound())
 			}
 			m.treeQueuePush(p, tm)
 		} else {
@@ -734,7 +752,7 @@ func (m *Machine) handlePrune(now time.Time, s *memberState, msg *wire.Prune) {
 	if msg.Origin == "" {
 		p.sharedLazy, p.settled = true, true
 	} else {
-		p.setOwn(msg.Origin, false, m.cfg.MaxMembers)
+		p.setOwn(msg.Origin, false, m.ownBound())
 	}
 	// What was queued for that tree is announced instead.
 	p.push = slices.DeleteFunc(p.push, func(tm *treeMsg) bool {

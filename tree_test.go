@@ -381,3 +381,20 @@ func TestTreeRetainBounded(t *testing.T) {
 	require.Len(t, treeMsgs[*wire.Broadcast](out.Packets)[mtPeerAddr(1)], 1, "only the one still retained")
 	require.Equal(t, uint64(1), h.m.Stats().TreeGraftsUnknown)
 }
+
+// The tree's bookkeeping past its bounds is counted: a link's per-origin
+// trees cleared when an origin past the bound comes (an origin invented by
+// a forger costs an entry, not a lasting one).
+func TestTreeBoundsCounted(t *testing.T) {
+	var forgot uint64
+	b := ownBound{limit: 2, forgot: &forgot}
+	p := &treePeer{}
+	p.setOwn("a", false, b)
+	p.setOwn("b", false, b)
+	p.setOwn("a", true, b)
+	require.Zero(t, forgot, "an origin already held costs no room")
+	p.setOwn("c", false, b)
+	require.Equal(t, uint64(1), forgot)
+	require.Equal(t, map[string]bool{"c": false}, p.own, "the others follow the shared tree again")
+	require.True(t, p.eagerFor("a"))
+}

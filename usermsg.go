@@ -414,7 +414,7 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 			// in the tree it travels along.
 			if from = m.treeSender(now, sender); from != nil && !from.eagerFor(msg.Origin) {
 				_, seen := m.tree.firstOf[msg.Origin]
-				from.join(msg.Origin, !seen, m.cfg.MaxMembers)
+				from.join(msg.Origin, !seen, m.ownBound())
 			}
 		}
 		m.treeNew(now, from, msg, frame)
@@ -436,6 +436,8 @@ func (m *Machine) newestOfKey(msg *wire.Broadcast) bool {
 	}
 	if ok || len(m.tree.keys) < treeMaxKeys {
 		m.tree.keys[k] = keyMark{epoch: msg.Epoch, seq: msg.Seq}
+	} else {
+		m.stats.TreeStateForgotten++
 	}
 	return true
 }

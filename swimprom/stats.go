@@ -113,6 +113,7 @@ var statSpecs = []statSpec{
 	{field: "TreeGraftsUnknown", name: "tree_grafts_unknown_total", help: "Grafted identifiers this member does not retain: nothing sent."},
 	{field: "TreeGraftsAbandoned", name: "tree_grafts_abandoned_total", help: "Announced broadcasts never received after every graft tried."},
 	{field: "TreeRefused", name: "tree_refused_total", help: "Tree messages refused: from no live member on the trees, or over the bounds."},
+	{field: "TreeStateForgotten", name: "tree_state_forgotten_total", help: "Tree bookkeeping past its bound: a link's per-origin trees or the first-broadcast marks cleared, a key's newest value not remembered, a prune left for a later flush."},
 	{field: "TreePeers", name: "tree_peers", help: "Neighbors on the broadcast trees."},
 	{field: "TreeLazyLinks", name: "tree_lazy_links", help: "(neighbor, tree) pairs whose link only announces that tree's broadcasts; a tree is the shared one or an origin's own."},
 	{field: "TreeQueueBytes", name: "tree_queue_bytes", help: "Bytes of the pushes queued on tree links."},
