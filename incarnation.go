@@ -484,8 +484,12 @@ func (m *Machine) answerStale(s *memberState) {
 // setState moves a member between the live set and the dead list.
 func (m *Machine) setState(now time.Time, s *memberState, state State) {
 	wasLive := s.live()
-	if was := s.state(); was != state && (was == StateSuspect || state == StateSuspect) {
+	was := s.state()
+	if was != state && (was == StateSuspect || state == StateSuspect) {
 		m.suspectChanged(now, s, was, state)
+	}
+	if was == StateAlive && state != StateAlive {
+		m.treeNeighborDown(now, s)
 	}
 	s.setState(state)
 	switch {

@@ -828,6 +828,9 @@ type Stats struct {
 	TreeAnnouncementsReceived  uint64
 	TreeGraftsSent             uint64 // broadcasts asked of an announcer, not received in time
 	TreeGraftsReceived         uint64 // broadcasts neighbors asked of this member (identifiers in Grafts)
+	TreeJoinsSent              uint64 // trees a neighbor was asked to carry to this member when the one that carried them was suspected (origins named in Grafts)
+	TreeJoinsReceived          uint64 // trees neighbors asked this member to carry to them (origins named in Grafts)
+	TreeSuspicionsTold         uint64 // suspicions this member raised sent at once to the suspect's tree neighbors
 	TreeGraftsUnknown          uint64 // asked for, not retained here: nothing sent
 	TreeGraftsAbandoned        uint64 // announced broadcasts never received after treeGraftTries grafts
 	TreeRefused                uint64 // tree messages from no live member of the tree protocol, or announcements over the bound

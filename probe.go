@@ -335,6 +335,7 @@ func (m *Machine) probeEnded(now, due time.Time, p *probeRound) {
 	m.suspect(now, t, t.inc(), m.selfName, p.start)
 	if !wasSuspect {
 		m.tellSuspect(t)
+		m.treeTellNeighbors(now, t)
 	}
 }
 

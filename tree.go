@@ -55,7 +55,9 @@ import (
 // the broadcast is sent; the graft of an origin's first broadcast mends
 // the shared tree too. So a tree broken by a failure or a lost packet
 // mends from the announcements, and a graft that is itself lost is sent
-// again, to the next announcer.
+// again, to the next announcer. A failure needs no broadcast to show it:
+// when a neighbor is suspected, the trees it carried here are asked of
+// the other neighbors at once (treeNeighborDown).
 //
 // Batching. Pushes and announcements wait per link until the next flush
 // (TreeFlushInterval for pushes, treeAnnounceEvery flushes for
@@ -99,6 +101,9 @@ const (
 	treeAnnounceEvery = 10
 	// treeMaxKeys bounds the keys whose newest value is remembered.
 	treeMaxKeys = 1 << 16
+	// treeMaxJoins bounds the trees one link is asked to join at once
+	// (treeNeighborDown).
+	treeMaxJoins = 4096
 )
 
 // TreeID is the identifier of a broadcast in announcements and grafts: the
@@ -147,6 +152,7 @@ type treePeer struct {
 	pushBytes int
 	announce  []uint64
 	grafts    []uint64
+	joins     []string // origins whose trees the link is asked to join
 	prunes    []string // origins
 }
 
@@ -191,6 +197,19 @@ func (p *treePeer) setOwn(origin string, eager bool, b ownBound) {
 func (p *treePeer) join(origin string, first bool, b ownBound) {
 	if first {
 		p.sharedLazy, p.settled = false, true
+	}
+	p.setOwn(origin, true, b)
+}
+
+// carry puts the link in origin's tree ("": the shared tree) without a
+// broadcast to show for it: a neighbor suspected, the trees it carried
+// go by this link too (treeNeighborDown). The shared tree's link is left
+// unsettled, so that the redundant copies of the next first broadcast
+// that comes over it prune it again if the suspect was alive after all.
+func (p *treePeer) carry(origin string, b ownBound) {
+	if origin == "" {
+		p.sharedLazy, p.settled = false, false
+		return
 	}
 	p.setOwn(origin, true, b)
 }
@@ -249,6 +268,10 @@ type treeState struct {
 	// tree (bounded by treeMaxKeys).
 	firstOf   map[string]uint64
 	firstEver uint64 // the first broadcast this member received or made
+	// via is the neighbor each origin's latest broadcast first came from
+	// (bounded by treeMaxKeys): the origins whose trees a suspected
+	// neighbor carried to this member (treeNeighborDown).
+	via map[string]uint32
 	// own broadcasts pushed since the last flush, whose Outcome is due
 	notify  []uint64
 	flushes uint64 // flushes so far (announcements go every treeAnnounceEvery)
@@ -265,6 +288,7 @@ func (t *treeState) init() {
 	t.keys = make(map[string]keyMark)
 	t.byKey = make(map[string]*treeMsg)
 	t.firstOf = make(map[string]uint64)
+	t.via = make(map[string]uint32)
 	t.oldPeers = make(map[uint32]struct{})
 }
 
@@ -483,6 +507,13 @@ func (m *Machine) treeNew(now time.Time, from *treePeer, msg *wire.Broadcast, fr
 		if _, own := from.own[tm.origin]; !own {
 			from.setOwn(tm.origin, true, limit)
 		}
+		if _, ok := m.tree.via[tm.origin]; !ok && len(m.tree.via) >= treeMaxKeys {
+			clear(m.tree.via)
+			m.stats.TreeStateForgotten++
+		}
+		m.tree.via[tm.origin] = from.id
+	} else {
+		delete(m.tree.via, tm.origin)
 	}
 	for _, p := range m.tree.peers {
 		if p == from {
@@ -718,6 +749,118 @@ func (m *Machine) treeGraftDue(now time.Time, id uint64) {
 	m.after(now.Add(m.cfg.treeGraftTimeout()/2), timerTreeGraft, id, mb.tries, "")
 }
 
+// treeNeighborDown: s, a neighbor until now alive, is suspected, dead or
+// gone. Plumtree mends a tree when a broadcast fails to come (§3.2), so an
+// origin that broadcasts rarely would find its tree broken at its next
+// broadcast, seconds after the failure; and Plumtree's NeighborDown (§3.3)
+// comes only when the overlay drops the neighbor, here at its death. So at
+// the suspicion, the trees s carried to this member (the origins whose
+// latest broadcast came from s first, and the shared tree when the link
+// was in it) are asked of every other alive neighbor at once (a Graft
+// naming the origins); the copies those links then bring twice are pruned
+// as usual, and if s was alive after all, so are its own.
+func (m *Machine) treeNeighborDown(now time.Time, s *memberState) {
+	if !m.treeOn() || m.tree.retained == nil {
+		return
+	}
+	p := m.treePeerOf(s.id)
+	if p == nil {
+		return
+	}
+	var origins []string
+	if !p.sharedLazy {
+		origins = append(origins, "")
+	}
+	for origin, via := range m.tree.via {
+		if via == s.id {
+			origins = append(origins, origin)
+			delete(m.tree.via, origin)
+		}
+	}
+	if len(origins) == 0 {
+		return
+	}
+	slices.Sort(origins) // map order is random; a simulated run must repeat
+	limit := m.ownBound()
+	for _, q := range m.tree.peers {
+		if q == p {
+			continue
+		}
+		if qs := m.entry(q.id); qs == nil || qs.state() != StateAlive {
+			continue
+		}
+		for _, origin := range origins {
+			if len(q.joins) >= treeMaxJoins {
+				// The trees not asked for mend by grafts at their
+				// origins' next broadcasts.
+				m.stats.TreeStateForgotten++
+				break
+			}
+			q.carry(origin, limit)
+			q.joins = append(q.joins, origin)
+			m.stats.TreeJoinsSent++
+		}
+	}
+	m.treeArmFlush(now)
+}
+
+// treeTellNeighbors sends the suspicion this member just raised of s to
+// s's neighbors on the rings, as this member's view places them, so that
+// they mend the trees s carried (treeNeighborDown) one hop after the
+// failed probe instead of when gossip brings the news, which takes
+// O(log N) gossip rounds more. Six small packets at most, per suspicion
+// raised first-hand.
+func (m *Machine) treeTellNeighbors(now time.Time, s *memberState) {
+	if !m.treeOn() || !m.treeCapable(s) || s.state() != StateSuspect {
+		return
+	}
+	sp, ok := m.suspicions[m.nameOf(s)]
+	if !ok {
+		return
+	}
+	var pred, succ [treeRings]uint32
+	var bestPred, bestSucc [treeRings]uint64
+	var keys [treeRings]uint64
+	for j := range keys {
+		keys[j] = m.treeKey(s.id, j)
+	}
+	found := false
+	m.ring.each(func(id uint32) {
+		e := m.entry(id)
+		if id == s.id || e == nil || id != m.self.id && !m.treeEligible(e) {
+			return
+		}
+		for j, k := range keys {
+			kj := m.treeKey(id, j)
+			if !found || kj-k < bestSucc[j] {
+				succ[j], bestSucc[j] = id, kj-k
+			}
+			if !found || k-kj < bestPred[j] {
+				pred[j], bestPred[j] = id, k-kj
+			}
+		}
+		found = true
+	})
+	if !found {
+		return
+	}
+	msg := &wire.Suspect{Name: m.nameOf(s), Incarnation: s.inc(), From: m.selfName,
+		Silence: uint32(max(now.Sub(sp.start), 0) / time.Millisecond)}
+	var told [2 * treeRings]uint32
+	n := 0
+	for j := range keys {
+		for _, id := range [2]uint32{pred[j], succ[j]} {
+			if id == m.self.id || slices.Contains(told[:n], id) {
+				continue // this member knows
+			}
+			told[n] = id
+			n++
+			m.send(m.addrOf(m.entry(id)), msg)
+			m.stats.TreeSuspicionsTold++
+		}
+	}
+}
+
 // handleGraft queues the broadcasts a neighbor asked for that this
 // member retains, and puts the link in their origins' trees.
 func (m *Machine) handleGraft(now time.Time, s *memberState, msg *wire.Graft) {
@@ -727,6 +870,10 @@ func (m *Machine) handleGraft(now time.Time, s *memberState, msg *wire.Graft) {
 		return
 	}
 	m.stats.TreeGraftsReceived += uint64(len(msg.IDs))
+	m.stats.TreeJoinsReceived += uint64(len(msg.Origins))
+	for _, origin := range msg.Origins {
+		p.carry(origin, m.ownBound())
+	}
 	for _, id := range msg.IDs {
 		if tm := m.tree.retained[id]; tm != nil && !tm.gone {
 			if !p.eagerFor(tm.origin) {
@@ -819,6 +966,17 @@ func (m *Machine) treeFlushPeer(addr netip.AddrPort, p *treePeer, announce bool)
 		ids = ids[n:]
 	}
 	p.grafts = p.grafts[:0]
+	for origins := p.joins; len(origins) > 0; {
+		n, size := 0, 16
+		for n < len(origins) && n < wire.MaxGraftOrigins && size+len(origins[n])+2 <= budget {
+			size += len(origins[n]) + 2
+			n++
+		}
+		add(m.treeFrame(&wire.Graft{Origins: origins[:n]}))
+		origins = origins[n:]
+	}
+	clear(p.joins)
+	p.joins = p.joins[:0]
 	if announce && len(p.announce) > 0 {
 		m.treeAnnounceInto(p, add, budget)
 	}

@@ -2,6 +2,7 @@ package swim
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,6 +62,20 @@ func treeMsgs[T wire.Message](pkts []mtPkt) map[netip.AddrPort][]T {
 			if m, ok := msg.(T); ok {
 				got[p.To] = append(got[p.To], m)
 			}
+		}
+	}
+	return got
+}
+
+// broadcastGrafts are the Grafts in pkts that ask for broadcasts (the
+// test peers never answer probes, so in a long settle they are suspected,
+// and the Grafts naming the trees they carried go out too).
+func broadcastGrafts(pkts []mtPkt) map[netip.AddrPort][]*wire.Graft {
+	got := treeMsgs[*wire.Graft](pkts)
+	for to, gs := range got {
+		got[to] = slices.DeleteFunc(gs, func(g *wire.Graft) bool { return len(g.IDs) == 0 })
+		if len(got[to]) == 0 {
+			delete(got, to)
 		}
 	}
 	return got
@@ -240,6 +255,90 @@ func TestTreeOwnTrees(t *testing.T) {
 	require.Equal(t, 3, h.m.Stats().TreeLazyLinks)
 }
 
+// A Graft naming origins (sent by a member whose neighbor on those trees
+// is suspected) puts the link in those trees without a broadcast to
+// fetch: the origin's next broadcast is pushed over it, and "" puts the
+// link back in the shared tree, unsettled, so that a redundant copy of a
+// first broadcast can prune it again.
+func TestTreeJoinsNamedOrigins(t *testing.T) {
+	h := newTreeMT(t, 20)
+	a, b := treePeerPair(t, h)
+	origin := mtPeer(18)
+	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 1, Payload: []byte("x")})
+	h.treeSettle(time.Second)
+	h.feed(mtPeerAddr(b), &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 1, Payload: []byte("x")})
+	h.feed(mtPeerAddr(b), &wire.Prune{Origin: origin})
+	h.feed(mtPeerAddr(b), &wire.Prune{Origin: ""})
+	h.treeSettle(time.Second)
+	pb := h.m.treePeerOf(h.m.byAddr(mtPeerAddr(b)).id)
+	require.False(t, pb.eagerFor(origin))
+	require.True(t, pb.sharedLazy)
+
+	h.feed(mtPeerAddr(b), &wire.Graft{Origins: []string{"", origin}})
+	require.True(t, pb.eagerFor(origin))
+	require.False(t, pb.sharedLazy)
+	require.False(t, pb.settled, "a joined shared link can be pruned again")
+	require.Equal(t, uint64(2), h.m.Stats().TreeJoinsReceived)
+	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 2, Payload: []byte("y")})
+	out := h.treeSettle(time.Second)
+	pushed, _ := pushedAndAnnounced(out, mtPeerAddr(b))
+	require.Len(t, pushed, 1)
+	require.Equal(t, uint32(2), pushed[0].Seq)
+}
+
+// A member that raises a suspicion sends it at once to the suspect's
+// neighbors on the rings: each member it tells has the suspect beside it
+// on some ring, with no eligible member in between.
+func TestTreeTellsSuspectsNeighbors(t *testing.T) {
+	h := newTreeMT(t, 20)
+	ping, pkt, _ := h.firstProbe()
+	target := ping.Target
+	silent := map[netip.AddrPort]bool{pkt.To: true}
+	var out mtOut
+	for h.m.Stats().SuspicionsRaised == 0 {
+		out = h.step(h.now.Add(2*h.cfg.ProbeInterval), silent)
+	}
+	told := map[uint32]bool{}
+	for _, p := range out.Packets {
+		// A packet of its own, led by the suspicion (gossip rides behind
+		// other messages).
+		if sp, ok := p.Msgs[0].(*wire.Suspect); ok && sp.Name == target && sp.From == mtSelf {
+			told[h.m.byAddr(p.To).id] = true
+		}
+	}
+	require.NotEmpty(t, told)
+	require.LessOrEqual(t, len(told), 2*treeRings)
+	require.Equal(t, uint64(len(told)), h.m.Stats().TreeSuspicionsTold)
+	ts := h.m.lookup(target)
+	var ring []uint32 // the members a ring may hold: the live ones, this one included
+	h.m.ring.each(func(id uint32) {
+		if e := h.m.entry(id); e != nil && (e == h.m.self || h.m.treeEligible(e)) {
+			ring = append(ring, id)
+		}
+	})
+	// nothingBetween: going round ring j from a, b comes before any other.
+	nothingBetween := func(j int, a, b uint32) bool {
+		ka, kb := h.m.treeKey(a, j), h.m.treeKey(b, j)
+		for _, id := range ring {
+			if id != a && id != b && h.m.treeKey(id, j)-ka < kb-ka {
+				return false
+			}
+		}
+		return true
+	}
+	adjacent := func(a, b uint32) bool {
+		for j := range treeRings {
+			if nothingBetween(j, a, b) || nothingBetween(j, b, a) {
+				return true
+			}
+		}
+		return false
+	}
+	for id := range told {
+		require.True(t, adjacent(id, ts.id), "%s is no ring neighbor of %s", h.m.reg.name(id), target)
+	}
+}
+
 func peerIndex(t *testing.T, name string) int {
 	t.Helper()
 	for i := 1; i < 1000; i++ {
@@ -260,11 +359,11 @@ func TestTreeGraftsWhatIsAnnounced(t *testing.T) {
 	h.feed(mtPeerAddr(3), &wire.IHave{IDs: []uint64{id}})
 	require.Equal(t, 1, h.m.Stats().TreeMissing)
 	out := h.treeSettle(h.cfg.treeGraftTimeout() + 50*time.Millisecond)
-	require.Equal(t, []*wire.Graft{{IDs: []uint64{id}}}, treeMsgs[*wire.Graft](out.Packets)[mtPeerAddr(3)])
+	require.Equal(t, []*wire.Graft{{IDs: []uint64{id}}}, broadcastGrafts(out.Packets)[mtPeerAddr(3)])
 	h.feed(mtPeerAddr(3), &wire.Broadcast{Origin: mtPeer(5), Epoch: 9, Seq: 1, Payload: []byte("late")})
 	out = h.treeSettle(10 * time.Second)
 	require.Equal(t, []Message{{Kind: MessageBroadcast, From: mtPeer(5), Payload: []byte("late")}}, out.Messages)
-	require.Empty(t, treeMsgs[*wire.Graft](out.Packets), "no graft once it came")
+	require.Empty(t, broadcastGrafts(out.Packets), "no graft once it came")
 	st := h.m.Stats()
 	require.Zero(t, st.TreeMissing)
 	require.Equal(t, uint64(1), st.TreeGraftsSent)
@@ -277,7 +376,7 @@ func TestTreeGraftsGiveUp(t *testing.T) {
 	id := TreeID(mtPeer(5), 9, 1)
 	h.feed(mtPeerAddr(3), &wire.IHave{IDs: []uint64{id}})
 	out := h.treeSettle(time.Minute)
-	require.Len(t, treeMsgs[*wire.Graft](out.Packets)[mtPeerAddr(3)], treeGraftTries)
+	require.Len(t, broadcastGrafts(out.Packets)[mtPeerAddr(3)], treeGraftTries)
 	st := h.m.Stats()
 	require.Equal(t, uint64(1), st.TreeGraftsAbandoned)
 	require.Zero(t, st.TreeMissing)

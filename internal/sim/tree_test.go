@@ -163,6 +163,57 @@ func TestTreeNewOriginsCostOneCopy(t *testing.T) {
 	require.LessOrEqual(t, perMember, 1.5)
 }
 
+// TestTreeMendsAtSuspicion: 256 members, 16 origins broadcasting once
+// every 4 s each; three members crash between two rounds. Once every live
+// member holds them suspect (not yet dead, so the overlay still counts
+// them as neighbors), the next round reaches every live member by pushes
+// alone: the members below a suspect had their other neighbors join the
+// trees it carried at the suspicion, instead of grafting each origin's
+// tree at its next broadcast.
+func TestTreeMendsAtSuspicion(t *testing.T) {
+	l := newTreeLoad()
+	s := newScenarioWith(t, Options{Seed: 19, NodeFactory: MachineFactory(lanConfig), OnMessage: l.onMessage}, 256, true)
+	l.s = s
+	require.True(t, s.RunUntil(s.converged, 2*time.Minute))
+	s.Run(5 * time.Second)
+	origins := s.names[:16]
+	l.run(t, origins, 4, 8*time.Second)
+	s.Run(2 * time.Second)
+	victims := s.names[16:19]
+	for _, v := range victims {
+		require.NoError(t, s.Crash(v))
+	}
+	suspected := func() bool {
+		for _, o := range s.upNames() {
+			for _, v := range victims {
+				if got, ok := s.view(o, v); !ok || got.State == swim.StateAlive {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	require.True(t, s.RunUntil(suspected, time.Minute))
+	stillSuspect := 0
+	for _, v := range victims {
+		if got, _ := s.view(s.names[0], v); got.State == swim.StateSuspect {
+			stillSuspect++
+		}
+	}
+	require.Equal(t, len(victims), stillSuspect, "the victims should still be suspect, not dead, when the load resumes")
+	grafts := func(st swim.Stats) uint64 { return st.TreeGraftsSent }
+	joins := func(st swim.Stats) uint64 { return st.TreeJoinsSent }
+	graftsBefore := s.sumStats(s.names, grafts)
+	l.run(t, origins, 4, 4*time.Second)
+	s.Run(5 * time.Second)
+	took := durations(l.check(t))
+	graftsAfter := s.sumStats(s.names, grafts) - graftsBefore
+	t.Logf("%d broadcasts; after the suspicions: %d grafts, %d trees joined at suspicions, all reached max %v",
+		len(l.sentAt), graftsAfter, s.sumStats(s.names, joins), took[len(took)-1])
+	require.NotZero(t, s.sumStats(s.names, joins))
+	require.Zero(t, graftsAfter, "grafts after every member suspected the crashed ones")
+}
+
 // TestTreeRepairsAfterCrashes: tree.n members (1,000; make broadcast-sim
 // runs 10,000), 64 of them broadcasting in turn for 20 s while 1% of the
 // members crash, spread over the load. Every broadcast whose origin stays

@@ -219,7 +219,7 @@ func decodeFrameInto(b []byte, m Message, skipped *int) error {
 	case *IHave:
 		m.IDs = decodeIDs(&d)
 	case *Graft:
-		m.IDs = decodeIDs(&d)
+		decodeGraft(&d, m)
 	case *Prune:
 		n := d.arrayLen("", 1, math.MaxInt)
 		origin := d.raw("Origin", MaxNameLen, true)
@@ -617,10 +617,55 @@ func decodeBroadcast(d *decoder, m *Broadcast) {
 	}
 }
 
-// decodeIDs reads the body of an IHave or a Graft. The identifiers are
-// allocated only for a count the input can hold (one byte each at least).
+// decodeIDs reads the body of an IHave.
 func decodeIDs(d *decoder) []uint64 {
 	n := d.arrayLen("", 1, math.MaxInt)
+	ids := decodeIDList(d)
+	d.skip("", n-1)
+	if d.err != nil {
+		return nil
+	}
+	return ids
+}
+
+// decodeGraft reads a Graft: its identifiers and, from the second form on,
+// the origins it names (nil or an array).
+func decodeGraft(d *decoder, m *Graft) {
+	n := d.arrayLen("", 1, math.MaxInt)
+	m.IDs = decodeIDList(d)
+	if n > 1 {
+		m.Origins = decodeOrigins(d)
+	}
+	d.skip("", n-2)
+	if d.err != nil {
+		m.IDs, m.Origins = nil, nil
+	}
+}
+
+// decodeOrigins reads the origins of a Graft (or nil).
+func decodeOrigins(d *decoder) []string {
+	if d.err == nil && len(d.b) > 0 && d.b[0] == mpNil {
+		d.b = d.b[1:]
+		return nil
+	}
+	count := d.arrayLen("Origins", 0, MaxGraftOrigins)
+	if d.err != nil || count == 0 {
+		return nil
+	}
+	origins := make([]string, count)
+	for i := range origins {
+		origins[i] = string(d.raw("Origins", MaxNameLen, true))
+	}
+	return origins
+}
+
+// decodeIDList reads an array of identifiers (or nil), allocated only for
+// a count the input can hold (one byte each at least).
+func decodeIDList(d *decoder) []uint64 {
+	if d.err == nil && len(d.b) > 0 && d.b[0] == mpNil {
+		d.b = d.b[1:]
+		return nil
+	}
 	count := d.arrayLen("IDs", 0, MaxTreeIDs)
 	if d.err == nil && count > len(d.b) {
 		d.fail("IDs", ErrTruncated)
@@ -634,10 +679,6 @@ func decodeIDs(d *decoder) []uint64 {
 		for i := range ids {
 			ids[i] = d.uint("IDs", math.MaxUint64)
 		}
-	}
-	d.skip("", n-1)
-	if d.err != nil {
-		return nil
 	}
 	return ids
 }

@@ -267,7 +267,32 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if m == nil {
 			return b, errNilMessage
 		}
-		return appendIDs(b, TypeGraft, m.IDs)
+		if err := checkLen(TypeGraft, "Origins", len(m.Origins), MaxGraftOrigins); err != nil {
+			return b, err
+		}
+		for _, o := range m.Origins {
+			if err := checkLen(TypeGraft, "Origins", len(o), MaxNameLen); err != nil {
+				return b, err
+			}
+		}
+		if err := checkLen(TypeGraft, "IDs", len(m.IDs), MaxTreeIDs); err != nil {
+			return b, err
+		}
+		// Empty lists are msgpack nil, as the library writes a nil slice.
+		b = appendArrayLen(b, 2)
+		if len(m.IDs) == 0 {
+			b = append(b, mpNil)
+		} else {
+			b = appendUints(b, m.IDs)
+		}
+		if len(m.Origins) == 0 {
+			return append(b, mpNil), nil
+		}
+		b = appendArrayLen(b, len(m.Origins))
+		for _, o := range m.Origins {
+			b = appendString(b, o)
+		}
+		return b, nil
 
 	case *Prune:
 		if m == nil {
@@ -285,18 +310,22 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 	return b, fmt.Errorf("wire: encode %T: %w", msg, ErrUnknownType)
 }
 
-// appendIDs appends the body of an IHave or a Graft: an array holding the
+// appendIDs appends the body of an IHave: an array holding the
 // array of identifiers.
 func appendIDs(b []byte, t Type, ids []uint64) ([]byte, error) {
 	if err := checkLen(t, "IDs", len(ids), MaxTreeIDs); err != nil {
 		return b, err
 	}
 	b = appendArrayLen(b, 1)
+	return appendUints(b, ids), nil
+}
+
+func appendUints(b []byte, ids []uint64) []byte {
 	b = appendArrayLen(b, len(ids))
 	for _, id := range ids {
 		b = appendUint(b, id)
 	}
-	return b, nil
+	return b
 }
 
 // checkLen reports a length over its limit as an error wrapping ErrTooLarge.

@@ -89,6 +89,7 @@ func protocol6Cases() []golden {
 	return []golden{
 		{"ihave", []Message{&IHave{IDs: []uint64{1, 0x9e3779b97f4a7c15, 1 << 40}}}},
 		{"graft", []Message{&Graft{IDs: []uint64{0xfedcba9876543210}}}},
+		{"graft-origins", []Message{&Graft{Origins: []string{"", "node-00003"}}}},
 		{"prune", []Message{&Prune{Origin: "node-00009"}}},
 		{"tree-compound", []Message{
 			&Broadcast{Origin: "node-00003", Epoch: 1796171455000, Seq: 12, Payload: []byte{4, 5}},

@@ -144,6 +144,8 @@ const (
 	MaxKeyLen = 255
 	// MaxTreeIDs bounds the broadcast identifiers in one IHave or Graft.
 	MaxTreeIDs = 1024
+	// MaxGraftOrigins bounds the origins named in one Graft.
+	MaxGraftOrigins = 64
 )
 
 // Message is implemented by every message type.
@@ -293,9 +295,14 @@ type IHave struct {
 
 // Graft asks the receiver to push broadcasts to the sender from now on
 // (its link becomes eager) and to send the broadcasts of IDs it holds
-// (Plumtree §3.2). A Graft without IDs only joins the link to the tree.
+// (Plumtree §3.2). Origins names trees the link joins without a broadcast
+// to fetch: a member whose neighbor on those trees is suspected asks its
+// other neighbors to carry them ("" is the tree shared by origins without
+// one of their own). Written as msgpack nil when empty; a Graft of an
+// earlier form has no second field.
 type Graft struct {
-	IDs []uint64
+	IDs     []uint64
+	Origins []string
 }
 
 // Prune tells the receiver that the sender got a broadcast of Origin from

@@ -734,3 +734,29 @@ func TestTreeIDsBounded(t *testing.T) {
 	_, err = DecodeFrame(short)
 	require.Error(t, err)
 }
+
+// TestGraftOriginsBounded: a Graft naming more than MaxGraftOrigins
+// origins, or an origin longer than a name, is refused on both ends; a
+// Graft of the first form (identifiers only) still decodes.
+func TestGraftOriginsBounded(t *testing.T) {
+	_, err := AppendFrame(nil, &Graft{Origins: make([]string, MaxGraftOrigins+1)})
+	require.ErrorIs(t, err, ErrTooLarge)
+	_, err = AppendFrame(nil, &Graft{Origins: []string{strings.Repeat("o", MaxNameLen+1)}})
+	require.ErrorIs(t, err, ErrTooLarge)
+
+	body := []byte{byte(TypeGraft), 0x92, mpNil, 0xdc, 0, MaxGraftOrigins + 1}
+	for range MaxGraftOrigins + 1 {
+		body = append(body, 0xa0) // ""
+	}
+	_, err = DecodeFrame(body)
+	require.ErrorIs(t, err, ErrTooLarge)
+
+	long := []byte{byte(TypeGraft), 0x92, mpNil, 0x91, mpStr16, 0x01, 0x00}
+	long = append(long, make([]byte, 256)...)
+	_, err = DecodeFrame(long)
+	require.ErrorIs(t, err, ErrTooLarge)
+
+	first, err := DecodeFrame([]byte{byte(TypeGraft), 0x91, 0x91, 0x07})
+	require.NoError(t, err)
+	require.Equal(t, &Graft{IDs: []uint64{7}}, first)
+}
