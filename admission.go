@@ -25,6 +25,39 @@ func (m *Machine) admit(a *wire.Alive, addr netip.AddrPort) bool {
 	return true
 }
 
+// admitsChange asks Config.Admit, with AdmitUpdates, about a's news of s,
+// a member in the table, when it changes s (changed: a new address,
+// metadata, versions or life) or brings back a member a refusal took out.
+func (m *Machine) admitsChange(s *memberState, a *wire.Alive, addr netip.AddrPort, changed bool) bool {
+	if !m.cfg.AdmitUpdates || m.cfg.Admit == nil {
+		return true
+	}
+	if _, out := m.refusedChanges[s.id]; !changed && !out {
+		return true
+	}
+	if !m.admit(a, addr) {
+		return false
+	}
+	delete(m.refusedChanges, s.id)
+	return true
+}
+
+// refuseChange takes s out of this member's view after Admit refused news
+// of it (Config.AdmitUpdates): held dead here, with EventLeave, but not
+// gossiped and left out of push-pulls (encodeState).
+func (m *Machine) refuseChange(now time.Time, s *memberState) {
+	m.refusedChanges[s.id] = struct{}{}
+	if !s.live() {
+		return
+	}
+	if s.state() == StateSuspect {
+		m.cancelSuspicion(m.nameOf(s))
+	}
+	m.setState(now, s, StateDead)
+	m.version++
+	m.event(EventLeave, s)
+}
+
 // admitJoin asks Config.AdmitJoin about the whole view a join brings: the
 // seed's answer to this member's join, or a joiner's request.
 func (m *Machine) admitJoin(pp *wire.PushPullView) error {
@@ -87,6 +120,9 @@ func (m *Machine) conflictAnswered(from netip.AddrPort, seq uint32) bool {
 		return true
 	}
 	delete(m.conflictChecks, seq)
+	if m.conflictsReported[addr] {
+		return true // found by the check of its life meanwhile (lives.go)
+	}
 	if len(m.conflictsReported) < m.cfg.MaxMembers {
 		m.conflictsReported[addr] = true
 	}

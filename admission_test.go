@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -103,29 +104,62 @@ func TestAdmissionOverSockets(t *testing.T) {
 	require.Equal(t, 1, seed.NumMembers())
 }
 
-// Two live processes with one name: each is told of the other, at the
-// other's address, once, and counts it.
-func TestNameConflictReported(t *testing.T) {
-	seed := startMember(t, testConfig("seed"))
-	first := startMember(t, testConfig("dup"))
+// Two live processes with one name: the later started one's Join fails
+// with ErrNameConflict and it leaves; the first keeps the name, is told of
+// the other at its address once, and keeps receiving its messages; the
+// seed never moves the name to the second's address.
+func TestNameConflictSettled(t *testing.T) {
+	peers := formCluster(t, testConfig("seed"), testConfig("peer-1"), testConfig("peer-2"))
+	seed := peers[0]
+	box := &inbox{}
+	firstCfg := testConfig("dup")
+	firstCfg.Messages = box
+	first := startMember(t, firstCfg)
+	for !time.Now().After(first.LocalMember().Started().Add(time.Millisecond)) {
+		// The second starts in a later millisecond: lives order by start.
+		runtime.Gosched()
+	}
 	second := startMember(t, testConfig("dup"))
+	require.Less(t, first.LocalMember().Life, second.LocalMember().Life, "lives order by start")
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()
 	_, err := first.Join(ctx, seed.LocalMember().Addr.String())
 	require.NoError(t, err)
-	_, _ = second.Join(ctx, seed.LocalMember().Addr.String())
-	conflictAt := func(m *testMember, addr netip.AddrPort) bool {
-		for _, e := range m.log.about("dup") {
-			if e.Kind == EventConflict && e.Member.Addr == addr {
+	require.Eventually(t, func() bool {
+		for _, p := range peers {
+			if _, ok := p.Member("dup"); !ok {
+				return false
+			}
+		}
+		return true
+	}, formTimeout, pollEvery)
+
+	_, err = second.Join(ctx, seed.LocalMember().Addr.String())
+	require.ErrorIs(t, err, ErrNameConflict)
+	require.Equal(t, StateLeft, second.LocalMember().State)
+	require.Equal(t, uint64(1), second.Stats().NamesYielded)
+	require.Eventually(t, func() bool {
+		for _, e := range first.log.about("dup") {
+			if e.Kind == EventConflict && e.Member.Addr == second.LocalMember().Addr {
 				return true
 			}
 		}
 		return false
+	}, formTimeout, pollEvery, "the first was not told of the second")
+	require.Equal(t, uint64(1), first.Stats().NameConflicts)
+	require.Zero(t, first.Stats().NamesYielded)
+
+	require.NoError(t, seed.SendBestEffort("dup", []byte("still yours")))
+	require.Eventually(t, func() bool { return box.has(MessageBestEffort, "seed", "still yours") }, formTimeout, pollEvery)
+	for _, p := range peers {
+		mb, ok := p.Member("dup")
+		require.True(t, ok)
+		require.Equal(t, first.LocalMember().Addr, mb.Addr)
+		require.Equal(t, first.LocalMember().Life, mb.Life)
+		for _, e := range p.log.about("dup") {
+			require.Equal(t, first.LocalMember().Addr, e.Member.Addr, "%s saw the name at another address: %v", p.LocalMember().Name, e)
+		}
 	}
-	require.Eventually(t, func() bool {
-		return conflictAt(second, first.LocalMember().Addr) && conflictAt(first, second.LocalMember().Addr)
-	}, formTimeout, pollEvery, "the conflict was not reported to both")
-	require.Equal(t, uint64(1), second.Stats().NameConflicts)
 }
 
 // News of this member alive at another address where nothing answers is

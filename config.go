@@ -230,6 +230,26 @@ type Config struct {
 	// joining side Join fails for that seed, on the seed's side the
 	// joiner's does. The same rules as Admit apply.
 	AdmitJoin func(peers []Member) error
+	// OnNameConflict, if set, decides which of two live processes under
+	// this member's name keeps it: called in this process, with this
+	// member and the other process (its address and life), when the other
+	// answered a ping in the name. Return true to yield: this process
+	// leaves, and a Join in progress returns ErrNameConflict. Both
+	// processes must decide alike (the same function of the two Members,
+	// for example a version in their metadata), or both keep the name
+	// (each member then holds the one it had) or both leave. Default: the
+	// later started process yields (docs/lives.md). The same rules as
+	// Admit apply.
+	OnNameConflict func(self, other Member) bool
+	// AdmitUpdates has Admit also asked about news that changes a member
+	// already in the table: a new address, metadata or versions, a new
+	// life (a restart), and the return of a member a refusal took out. A
+	// refusal takes the member out of this member's view as a refusal at
+	// first sight keeps it out: EventLeave with StateDead, here only (it
+	// is neither gossiped nor sent in push-pulls, so that one member's
+	// policy never becomes another's suspicion), and its later news is
+	// asked about again. Default false: Admit sees each member once.
+	AdmitUpdates bool
 
 	// PartitionShare, if above 0, raises EventPartitioned when the live
 	// members this one sees fall below this share of the most it saw

@@ -371,7 +371,9 @@ func TestProbeOrderQueue(t *testing.T) {
 			h.feed(mtPeerAddr(next), mtAlive(next, 1))
 			h.requireProbeQueue()
 		}
-		// Two passes: everyone live is probed.
+		// The newcomers are admitted once their addresses answer (the
+		// newcomer checks); then two passes: everyone live is probed.
+		h.respond(nil)
 		others := h.m.NumMembers() - 1
 		out := h.run(h.now.Add(time.Duration(2*others+2)*cfg.ProbeInterval), nil)
 		h.requireProbeQueue()

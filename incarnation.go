@@ -140,6 +140,14 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		return
 	}
 	if a.Name == m.selfName {
+		if a.Life != 0 && a.Life != m.life {
+			// Another process under this name: a previous one, or a
+			// second one (lives.go).
+			if addr, err := wire.DecodeAddr(a.Addr); err == nil {
+				m.ownLife(now, a, addr)
+			}
+			return
+		}
 		// Someone holds a newer incarnation of us, from a previous life
 		// under this name: overtake it.
 		if a.Incarnation > m.self.inc() && m.self.state() == StateAlive && m.plausible(m.self, a.Incarnation) {
@@ -152,7 +160,17 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		return
 	}
 	s := m.lookup(a.Name)
-	if s != nil && m.learnVersions(now, s, a.Incarnation, a.Versions) {
+	if s != nil && otherLife(m.lifeOf(s), a.Life) {
+		// A restart, a second process, or a forgery: checked before it
+		// is believed (lives.go).
+		if addr, err := wire.DecodeAddr(a.Addr); err == nil {
+			m.checkLife(now, s, a, addr)
+		} else {
+			m.stats.PacketsDropped++
+		}
+		return
+	}
+	if s != nil && m.learnVersions(now, s, a.Incarnation, a.Versions, a.Life) {
 		return
 	}
 	if m.staleOrImplausible(s, StateAlive, a.Incarnation) {
@@ -170,7 +188,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 			m.stats.PacketsDropped++
 			return
 		}
-		if t := m.tombByName[a.Name]; t != nil && a.Incarnation <= t.inc && src != mergeReply && src != mergeJoin && src != mergeFollowUp {
+		if t := m.tombByName[a.Name]; t != nil && a.Incarnation <= t.inc && !otherLife(t.life, a.Life) && src != mergeReply && src != mergeJoin && src != mergeFollowUp {
 			// News from before its death about a member we forgot: a
 			// replay, or a rumor that outlived it. A member really back
 			// announces a higher incarnation; the reply to an exchange
@@ -191,7 +209,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		if !m.admit(a, addr) {
 			return
 		}
-		s = m.addEntry(a.Name, addr, a.Meta, a.Versions, StateAlive, a.Incarnation, now)
+		s = m.addEntry(a.Name, addr, a.Meta, a.Versions, a.Life, StateAlive, a.Incarnation, now)
 		m.dropTomb(a.Name)
 		m.ringInsert(now, s)
 		m.notePartition(now, false)
@@ -209,10 +227,18 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		m.checkMove(now, s, a, addr)
 		return
 	}
+	life := a.Life
+	if life == 0 {
+		life = m.lifeOf(s) // relayed by a member that predates lives
+	}
 	changed := moved || string(m.metaOf(s)) != string(a.Meta) || a.Versions != m.versionsOf(s)
+	if !m.admitsChange(s, a, addr, changed || life != m.lifeOf(s)) {
+		m.refuseChange(now, s)
+		return
+	}
 	s.setInc(a.Incarnation)
-	if changed {
-		m.setIdentity(now, s, addr, a.Meta, a.Versions)
+	if changed || life != m.lifeOf(s) {
+		m.setIdentity(now, s, addr, a.Meta, a.Versions, life)
 	}
 	m.version++
 	switch prev {
@@ -244,10 +270,16 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 // hole, if the delta came in a packet (repair.go).
 func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) (unknown bool) {
 	if d.Name == m.selfName {
-		m.selfAccused(now, d.Incarnation)
+		if d.Life == 0 || d.Life == m.life {
+			m.selfAccused(now, d.Incarnation)
+		}
 		return false
 	}
 	s := m.lookup(d.Name)
+	if s != nil && otherLife(m.lifeOf(s), d.Life) {
+		m.stats.DeltasStale++ // about another life (lives.go)
+		return false
+	}
 	if s != nil && s.state() == StateAlive && d.Incarnation < s.inc() {
 		m.answerStale(s)
 		return false
@@ -280,7 +312,7 @@ func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string
 		if sp, ok := m.suspicions[name]; ok {
 			silence = now.Sub(sp.start)
 		}
-		return &wire.Suspect{Name: name, Incarnation: inc, From: from, Silence: uint32(max(silence, 0) / time.Millisecond)}
+		return &wire.Suspect{Name: name, Incarnation: inc, From: from, Silence: uint32(max(silence, 0) / time.Millisecond), Life: m.lifeOf(s)}
 	}
 	queue := m.queueBroadcast
 	if from == m.selfName {
@@ -310,10 +342,16 @@ func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string
 // handleDead applies a dead or left delta.
 func (m *Machine) handleDead(now time.Time, d *wire.Dead, sender *memberState) {
 	if d.Name == m.selfName {
-		m.selfDeclaredDead(now, d.Incarnation)
+		if d.Life == 0 || d.Life == m.life {
+			m.selfDeclaredDead(now, d.Incarnation)
+		}
 		return
 	}
 	s := m.lookup(d.Name)
+	if s != nil && otherLife(m.lifeOf(s), d.Life) {
+		m.stats.DeltasStale++ // about another life (lives.go)
+		return
+	}
 	st := StateDead
 	if d.Left {
 		st = StateLeft
@@ -357,12 +395,22 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead, sender *memberState) {
 // member that predates versioning carries none, and would leave them
 // unknown (read as protocol 1, the safe side) until news that carries them
 // arrives: a later copy, or the member's own push-pull entry, at the same
-// incarnation and so otherwise stale.
-func (m *Machine) learnVersions(now time.Time, s *memberState, inc uint64, v wire.Versions) bool {
-	if v == (wire.Versions{}) || inc != s.inc() || !s.live() || s == m.self || v == m.versionsOf(s) {
+// incarnation and so otherwise stale. The same goes for its life
+// (lives.go), which a relay predating lives drops.
+func (m *Machine) learnVersions(now time.Time, s *memberState, inc uint64, v wire.Versions, life uint64) bool {
+	if inc != s.inc() || !s.live() || s == m.self {
 		return false
 	}
-	m.setIdentity(now, s, m.addrOf(s), m.metaOf(s), v)
+	if v == (wire.Versions{}) {
+		v = m.versionsOf(s)
+	}
+	if held := m.lifeOf(s); held != 0 || life == 0 {
+		life = held
+	}
+	if v == m.versionsOf(s) && life == m.lifeOf(s) {
+		return false
+	}
+	m.setIdentity(now, s, m.addrOf(s), m.metaOf(s), v, life)
 	m.version++
 	return true
 }
@@ -379,7 +427,7 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 	m.setState(now, s, state)
 	m.version++
 	m.event(EventLeave, s)
-	d := &wire.Dead{Name: name, Incarnation: inc, From: from, Left: left}
+	d := &wire.Dead{Name: name, Incarnation: inc, From: from, Left: left, Life: m.lifeOf(s)}
 	if from != m.selfName {
 		m.queueBroadcast(name, d)
 		return
@@ -461,6 +509,7 @@ func (m *Machine) aliveOf(s *memberState) *wire.Alive {
 		Incarnation: s.inc(),
 		Meta:        m.metaOf(s),
 		Versions:    m.versionsOf(s),
+		Life:        m.lifeOf(s),
 	}
 }
 

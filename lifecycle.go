@@ -123,7 +123,7 @@ type leaveNotice struct {
 
 // ownLeave is this member's leave, at its incarnation since it left.
 func (m *Machine) ownLeave() *wire.Dead {
-	return &wire.Dead{Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true}
+	return &wire.Dead{Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true, Life: m.life}
 }
 
 // sendLeaveNotice sends the notice seq to the member s: a ping with the
@@ -195,6 +195,7 @@ func (m *Machine) rejoin(now time.Time) {
 	m.self.setInc(nextIncarnation(m.self.inc()))
 	m.self.setState(StateAlive)
 	m.version++
+	m.lives.yielded = false // asked to join again: the conflict is found again if it lasts
 	m.leaveBroadcast = nil
 	m.leaveNotices = nil
 	m.broadcastSelfAlive() // replaces the queued leave, if it is still queued
@@ -230,7 +231,7 @@ func (m *Machine) UpdateMeta(now time.Time, meta []byte) error {
 	if len(meta) > m.cfg.MaxMetaSize {
 		return fmt.Errorf("%w: %d bytes, over MaxMetaSize %d", ErrMetaTooLarge, len(meta), m.cfg.MaxMetaSize)
 	}
-	m.setIdentity(now, m.self, m.addrOf(m.self), meta, m.versionsOf(m.self))
+	m.setIdentity(now, m.self, m.addrOf(m.self), meta, m.versionsOf(m.self), m.life)
 	m.self.setInc(nextIncarnation(m.self.inc()))
 	m.version++
 	m.broadcastSelfAlive()

@@ -192,9 +192,14 @@ type machineState struct {
 	dec wire.PacketDecoder
 	// name-conflict checks in flight, by seq, and the addresses found to
 	// run a second process of this name (admission.go)
-	conflictChecks    map[uint32]netip.AddrPort
-	moves             map[string]*moveCheck // moves.go, by name
-	newcomers         newcomers             // newcomers.go
+	conflictChecks map[uint32]netip.AddrPort
+	moves          map[string]*moveCheck // moves.go, by name
+	life           uint64                // this member's (lives.go)
+	// members Admit refused a change of (Config.AdmitUpdates), held dead
+	// here and left out of push-pulls (admission.go)
+	refusedChanges    map[uint32]struct{}
+	lives             lives
+	newcomers         newcomers // newcomers.go
 	conflictsReported map[netip.AddrPort]bool
 	// relayTokens is a token bucket bounding the ping-reqs served: one
 	// token each, maxRelayBurst at most, refilled at maxRelayBurst per
@@ -288,6 +293,8 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.userPings = make(map[uint32]*userPing)
 	m.conflictChecks = make(map[uint32]netip.AddrPort)
 	m.moves = make(map[string]*moveCheck)
+	m.lives.init()
+	m.refusedChanges = make(map[uint32]struct{})
 	m.newcomers.init()
 	m.conflictsReported = make(map[netip.AddrPort]bool)
 	m.rtts = make(map[string]time.Duration)
@@ -310,7 +317,8 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 		m.obs = cfg.Observer
 		m.suspectSince = make(map[uint32]time.Time)
 	}
-	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), StateAlive, 0, now)
+	m.life = newLife(now, addr, cfg.Name)
+	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), m.life, StateAlive, 0, now)
 	m.version = 1
 	m.unpaired = make(map[uint32]struct{})
 	m.ringInsert(now, m.self)
@@ -620,7 +628,7 @@ func (m *Machine) suspicionOf(s *memberState) *wire.Suspect {
 	if s.state() != StateSuspect {
 		return nil
 	}
-	return &wire.Suspect{Name: m.nameOf(s), Incarnation: s.inc(), From: m.selfName}
+	return &wire.Suspect{Name: m.nameOf(s), Incarnation: s.inc(), From: m.selfName, Life: m.lifeOf(s)}
 }
 
 // sendGossip queues a packet of pending deltas alone; it reports false when
@@ -843,6 +851,11 @@ type Stats struct {
 	StatesRefused              uint64 // applications' states in push-pulls over MaxStateSize, not handed on
 	AdmissionsRefused          uint64 // new members Config.Admit refused
 	NameConflicts              uint64 // second live processes found claiming this member's name (EventConflict)
+	NamesYielded               uint64 // conflicts this member settled by giving its name up (Config.OnNameConflict)
+	Restarts                   uint64 // new lives of members taken (EventRestart, or EventJoin for a member held dead)
+	LifeChecks                 uint64 // claims of a new life of a member checked at both lives' addresses
+	LivesRefused               uint64 // claims of a new life dropped: the held life answered, the new one did not, or it was refused lately
+	RestartNoticesSent         uint64 // this member's alive sent to each member at a restart (lives.go)
 	AckPayloadsTooLarge        uint64 // Config.Pings payloads over MaxAckPayload, not sent
 	JoinsRefused               uint64 // joins (ours or a peer's) Config.AdmitJoin refused
 	PushPulls, PushPullsFailed uint64

@@ -47,6 +47,10 @@ type Member struct {
 	// no application range for a member that predates versioning (or one
 	// not heard from directly yet).
 	Versions Versions
+	// Life identifies the process running under the name: a new one each
+	// time a process takes the name (a restart), 0 for a member whose
+	// release predates lives. See docs/lives.md.
+	Life uint64
 }
 
 // Versions is the range of wire protocol versions a member speaks, and the
@@ -77,9 +81,11 @@ const (
 	// EventUpdate: a live member changed its metadata or address.
 	EventUpdate
 	// EventConflict: another live process claims this member's name, at
-	// Member.Addr: it answered a ping sent there in this name. Two
-	// processes named alike fight over the name (each refutes the
-	// other); rename or stop one. Reported once per address.
+	// Member.Addr and Member.Life: it answered a ping sent there in this
+	// name. The later started of the two (Config.OnNameConflict may
+	// decide otherwise) leaves, and its Join returns ErrNameConflict;
+	// every member keeps the one it held (docs/lives.md). Reported once
+	// per address.
 	EventConflict
 	// EventPartitioned: the live members this one sees fell, within
 	// Config.PartitionWindow, below Config.PartitionShare of the most it
@@ -88,6 +94,11 @@ const (
 	// share of the count before the fall.
 	EventPartitioned
 	EventPartitionHealed
+	// EventRestart: a live member's process was replaced by a new one (a
+	// new Member.Life): it lost whatever state it held, and may have moved
+	// to a new address (Member.Addr). Rebuild what the application keeps
+	// for it; its old connections lead nowhere (docs/lives.md).
+	EventRestart
 )
 
 func (k EventKind) String() string {
@@ -108,6 +119,8 @@ func (k EventKind) String() string {
 		return "partitioned"
 	case EventPartitionHealed:
 		return "partition-healed"
+	case EventRestart:
+		return "restart"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }

@@ -404,6 +404,9 @@ wait:
 		}
 	}
 	if answered > 0 {
+		if err := ml.awaitOwnName(ctx); err != nil {
+			return 0, err
+		}
 		return answered, nil
 	}
 	if ml.isShutdown() {
@@ -624,4 +627,34 @@ func (ml *Memberlist) Suspicions() []Suspicion {
 	ml.mu.RLock()
 	defer ml.mu.RUnlock()
 	return ml.machine.Suspicions()
+}
+
+// awaitOwnName waits until this member knows whether another live process
+// holds its name: it asks as soon as a seed's view names it at another
+// life (lives.go), and the answer comes within a probe timeout. It returns
+// ErrNameConflict if this member yielded the name; nil once nothing is
+// pending, or when ctx ends first.
+func (ml *Memberlist) awaitOwnName(ctx context.Context) error {
+	step := max(ml.cfg.ProbeTimeout/8, time.Millisecond)
+	for {
+		var pending, yielded bool
+		if err := ml.input(func(time.Time) {
+			pending, yielded = ml.machine.LifeChecksPending(), ml.machine.NameYielded()
+		}); err != nil {
+			return err
+		}
+		if yielded {
+			return fmt.Errorf("swim: join: %w", ErrNameConflict)
+		}
+		if !pending {
+			return nil
+		}
+		t := time.NewTimer(step)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
 }

@@ -207,11 +207,11 @@ func isTimeout(err error) bool {
 // compoundOfPushPulls builds a stream message of about size bytes: a
 // compound of wire.MaxCompoundParts push-pull frames, each of as many
 // members as fit, each member as short as the wire allows (a one-byte name,
-// no address, no metadata: 7 bytes), which decoded take a dozen times the
+// no address, no metadata: 9 bytes), which decoded take a dozen times the
 // message's size.
 func compoundOfPushPulls(t testing.TB, size int) []byte {
 	t.Helper()
-	const perMember = 8 // fixarray, name "a", nil addr, 0, state, nil meta, versions 0
+	const perMember = 9 // fixarray, name "a", nil addr, 0, state, nil meta, versions 0, life 0
 	count := (size/wire.MaxCompoundParts - 16) / perMember
 	w := wire.NewPushPullWriter(nil, "attacker", false, count)
 	for range count {

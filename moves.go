@@ -52,9 +52,8 @@ func (m *Machine) checkMove(now time.Time, s *memberState, a *wire.Alive, addr n
 		return
 	}
 	mc := &moveCheck{
-		alive: wire.Alive{Name: name, Addr: cloneBytes(a.Addr), Incarnation: a.Incarnation,
-			Meta: cloneBytes(a.Meta), Versions: a.Versions},
-		from: m.addrOf(s), to: addr, oldSeq: m.nextSeq(), newSeq: m.nextSeq(),
+		alive: cloneAlive(a),
+		from:  m.addrOf(s), to: addr, oldSeq: m.nextSeq(), newSeq: m.nextSeq(),
 	}
 	m.moves[name] = mc
 	m.stats.MovesChecked++

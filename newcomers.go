@@ -138,14 +138,14 @@ func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPor
 	nc.bySeq[seq] = &newcomerCheck{alive: cloneAlive(a), addr: addr}
 	nc.byAddr[addr] = seq
 	m.stats.NewcomersChecked++
-	m.sendPlain(addr, &wire.Ping{Seq: seq, Target: a.Name, From: m.selfName}, m.packetBudget())
+	m.sendPlain(addr, &wire.Ping{Seq: seq, Target: a.Name, From: m.selfName, TargetLife: a.Life}, m.packetBudget())
 	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerNewcomerCheck, uint64(seq), 0, "")
 }
 
 // cloneAlive copies an alive out of the packet it may alias.
 func cloneAlive(a *wire.Alive) wire.Alive {
 	return wire.Alive{Name: a.Name, Addr: cloneBytes(a.Addr), Incarnation: a.Incarnation,
-		Meta: cloneBytes(a.Meta), Versions: a.Versions}
+		Meta: cloneBytes(a.Meta), Versions: a.Versions, Life: a.Life}
 }
 
 // holdForNewcomer applies the sender's own entry of pp, a push-pull (data)

@@ -22,6 +22,7 @@ type probeRound struct {
 	nacksExpected, nacksReceived int
 	tcpID                        uint64 // fallback TCP ping in flight, 0 if none
 	incarnation                  uint64 // the target's when the probe started
+	life                         uint64 // the target's when the probe started (lives.go)
 	// relays are the members asked to ping the target: only they may
 	// relay its ack, each may nack once.
 	relays []probeRelay
@@ -97,6 +98,7 @@ func (m *Machine) startProbe(target *memberState, start time.Time) {
 		target:      target,
 		name:        m.nameOf(target),
 		incarnation: target.inc(),
+		life:        m.lifeOf(target),
 		seq:         m.nextSeq(),
 		start:       start,
 	}
@@ -300,10 +302,11 @@ func (m *Machine) probeEnded(now, due time.Time, p *probeRound) {
 		m.adjustHealth(-1)
 		return
 	}
-	if !t.live() || t.inc() != p.incarnation {
-		// Declared dead, gone, or back at a new incarnation (it refuted,
-		// or restarted) while we probed it: our silence from it says
-		// nothing about us, nor anything about its present life.
+	if !t.live() || t.inc() != p.incarnation || m.lifeOf(t) != p.life {
+		// Declared dead, gone, or back at a new incarnation (it refuted)
+		// or a new life (it restarted) while we probed it: our silence
+		// from it says nothing about us, nor anything about its present
+		// life.
 		return
 	}
 	m.stats.ProbesFailed++
@@ -330,6 +333,12 @@ func (m *Machine) probeEnded(now, due time.Time, p *probeRound) {
 		}
 	} else {
 		m.adjustHealth(1)
+	}
+	if m.restartPending(t) {
+		// A new life of it is being checked (lives.go): the silence of
+		// the old one is expected, and the check decides.
+		m.stats.SuspicionsWithheld++
+		return
 	}
 	wasSuspect := t.state() == StateSuspect
 	m.suspect(now, t, t.inc(), m.selfName, p.start)
@@ -391,9 +400,10 @@ func (m *Machine) randomLive(n int, exclude *memberState) []*memberState {
 // deltas, and only when the ack is no larger than its ping, so that a
 // spoofed source address cannot make us send more than the spoofer did.
 func (m *Machine) handlePing(now time.Time, from netip.AddrPort, sender *memberState, p *wire.Ping, size int) {
-	if p.Target != "" && p.Target != m.selfName {
-		// Another member used to live at this address; staying silent
-		// lets the prober find out that its target is gone.
+	if p.Target != "" && p.Target != m.selfName || p.TargetLife != 0 && p.TargetLife != m.life {
+		// Another member, or another life of this one, used to live at
+		// this address; staying silent lets the prober find out that its
+		// target is gone.
 		m.stats.PacketsDropped++
 		return
 	}
@@ -506,7 +516,8 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 		return
 	}
 	if m.pingAnswered(now, from, a.Seq) || m.conflictAnswered(from, a.Seq) || m.moveAnswered(from, a.Seq) ||
-		m.newcomerAnswered(now, from, a.Seq) || m.leaveNoticeAnswered(from, a.Seq) {
+		m.newcomerAnswered(now, from, a.Seq) || m.leaveNoticeAnswered(from, a.Seq) ||
+		m.lifeAnswered(now, from, a.Seq) || m.ownLifeAnswered(now, from, a.Seq) {
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {

@@ -74,7 +74,7 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 	if tomb != nil && m.lookup(peer) != nil {
 		tomb = nil
 	}
-	n := m.tableSize()
+	n := m.tableSize() - len(m.refusedChanges)
 	if tomb != nil {
 		n++
 	}
@@ -84,10 +84,13 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 		if tomb.left {
 			st = StateLeft
 		}
-		w.Add(tomb.name, tomb.addr, tomb.inc, uint8(st), nil, wire.Versions{})
+		w.AddLife(tomb.name, tomb.addr, tomb.inc, uint8(st), nil, wire.Versions{}, tomb.life)
 	}
 	add := func(s *memberState) {
-		w.Add(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s), m.versionsOf(s))
+		if _, out := m.refusedChanges[s.id]; out {
+			return // this member's policy, not news (Config.AdmitUpdates)
+		}
+		w.AddLife(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s), m.versionsOf(s), m.lifeOf(s))
 	}
 	// Deterministic order: self, the ring, then the dead list.
 	add(m.self)
@@ -369,6 +372,7 @@ func (m *Machine) tickMerges(now time.Time) {
 // copy what they store).
 func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource, o origin) {
 	if s := m.lookupBytes(v.Name); s != nil && s != m.self && precedence(s.state(), s.inc(), State(v.State), v.Incarnation) == stale &&
+		(State(v.State) != StateAlive || !otherLife(m.lifeOf(s), v.Life)) &&
 		(State(v.State) != StateAlive || v.Versions == (wire.Versions{}) || v.Versions == m.versionsOf(s)) {
 		// Nothing the handlers below would act on: the common case of a
 		// periodic exchange, skipped before building a delta.
@@ -377,17 +381,19 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 	name := string(v.Name)
 	switch State(v.State) {
 	case StateAlive:
-		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta, Versions: v.Versions}, src, o)
+		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta, Versions: v.Versions, Life: v.Life}, src, o)
 	case StateDead:
 		if name == m.selfName {
-			m.selfDeclaredDead(now, v.Incarnation)
+			if v.Life == 0 || v.Life == m.life {
+				m.selfDeclaredDead(now, v.Incarnation)
+			}
 			return
 		}
-		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from})
+		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from, Life: v.Life})
 	case StateSuspect:
-		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from})
+		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from, Life: v.Life})
 	case StateLeft:
-		m.handleDead(now, &wire.Dead{Name: name, Incarnation: v.Incarnation, From: from, Left: true}, nil)
+		m.handleDead(now, &wire.Dead{Name: name, Incarnation: v.Incarnation, From: from, Left: true, Life: v.Life}, nil)
 	}
 }
 

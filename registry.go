@@ -58,6 +58,7 @@ type Registry struct {
 	verZone  map[uint32]string // zones of the versions that have one
 	verMeta  []uint64          // span of the metadata in metas
 	verVers  []wire.Versions   // what the member announced it speaks, zero if not known
+	verLife  []uint64          // the life (lives.go), zero if not known
 	verName  []uint32
 	verNext  []uint32 // next version of the same name
 	verRefs  []uint32 // entries pointing at the version
@@ -93,6 +94,7 @@ func NewRegistry() *Registry {
 		verAddr: make([]addrKey, 1),
 		verMeta: make([]uint64, 1),
 		verVers: make([]wire.Versions, 1),
+		verLife: make([]uint64, 1),
 		verName: make([]uint32, 1),
 		verNext: make([]uint32, 1),
 		verRefs: make([]uint32, 1),
@@ -206,11 +208,11 @@ func (r *Registry) releaseName(id uint32) {
 	}
 }
 
-// acquireVersion returns the version of name id at (addr, meta), creating it
-// if no holder has it yet, and counts one more holder.
-func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte, vers wire.Versions) uint32 {
+// acquireVersion returns the version of name id at (addr, meta, vers,
+// life), creating it if no holder has it yet, and counts one more holder.
+func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte, vers wire.Versions, life uint64) uint32 {
 	for v := r.verHead[id]; v != 0; v = r.verNext[v] {
-		if r.sameVersion(v, addr, meta, vers) {
+		if r.sameVersion(v, addr, meta, vers, life) {
 			r.verRefs[v]++
 			return v
 		}
@@ -230,12 +232,13 @@ func (r *Registry) acquireVersion(id uint32, addr netip.AddrPort, meta []byte, v
 		r.verAddr = append(r.verAddr, addrKey{})
 		r.verMeta = append(r.verMeta, 0)
 		r.verVers = append(r.verVers, wire.Versions{})
+		r.verLife = append(r.verLife, 0)
 		r.verName = append(r.verName, 0)
 		r.verNext = append(r.verNext, 0)
 		r.verRefs = append(r.verRefs, 0)
 	}
 	r.verAddr[v], r.verMeta[v], r.verName[v], r.verRefs[v] = keyOfAddr(addr), r.metas.add(meta, metaLenBits), id, 1
-	r.verVers[v] = vers
+	r.verVers[v], r.verLife[v] = vers, life
 	r.verNext[v], r.verHead[id] = r.verHead[id], v
 	if zone := addr.Addr().Zone(); zone != "" {
 		if r.verZone == nil {
@@ -269,7 +272,7 @@ func (r *Registry) releaseVersion(v uint32) {
 	}
 	delete(r.verZone, v)
 	r.metas.free(r.verMeta[v], metaLenBits)
-	r.verAddr[v], r.verMeta[v], r.verNext[v], r.verVers[v] = addrKey{}, 0, 0, wire.Versions{}
+	r.verAddr[v], r.verMeta[v], r.verNext[v], r.verVers[v], r.verLife[v] = addrKey{}, 0, 0, wire.Versions{}, 0
 	r.freeVers = append(r.freeVers, v)
 	if r.metas.wasteful() {
 		r.metas.compact(r.verMeta, r.verRefs, metaLenBits)
@@ -291,9 +294,9 @@ func (r *Registry) addr(v uint32) netip.AddrPort {
 // shared: callers must not change them.
 func (r *Registry) meta(v uint32) []byte { return r.metas.bytes(r.verMeta[v], metaLenBits) }
 
-// sameVersion reports whether version v is (addr, meta, vers).
-func (r *Registry) sameVersion(v uint32, addr netip.AddrPort, meta []byte, vers wire.Versions) bool {
-	return r.verVers[v] == vers && r.sameAddr(v, addr) && bytes.Equal(r.meta(v), meta)
+// sameVersion reports whether version v is (addr, meta, vers, life).
+func (r *Registry) sameVersion(v uint32, addr netip.AddrPort, meta []byte, vers wire.Versions, life uint64) bool {
+	return r.verVers[v] == vers && r.verLife[v] == life && r.sameAddr(v, addr) && bytes.Equal(r.meta(v), meta)
 }
 
 func (r *Registry) sameAddr(v uint32, addr netip.AddrPort) bool {

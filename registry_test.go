@@ -56,7 +56,7 @@ func TestRegistryZonedAddresses(t *testing.T) {
 	vers := map[netip.AddrPort]uint32{}
 	for i, a := range []netip.AddrPort{zoned, bare, v4, mapped, {}} {
 		id := r.acquireName(fmt.Sprintf("m%d", i))
-		ids[a], vers[a] = id, r.acquireVersion(id, a, nil, wire.Versions{})
+		ids[a], vers[a] = id, r.acquireVersion(id, a, nil, wire.Versions{}, 0)
 	}
 	for a, v := range vers {
 		require.Equal(t, a, r.addr(v), "round trip of %v", a)
@@ -84,12 +84,12 @@ func TestRegistryArenasCompact(t *testing.T) {
 	addr := netip.MustParseAddrPort("10.0.0.1:7946")
 	meta := make([]byte, 100)
 	keepID := r.acquireName("kept")
-	keepV := r.acquireVersion(keepID, addr, []byte("kept-meta"), wire.Versions{})
+	keepV := r.acquireVersion(keepID, addr, []byte("kept-meta"), wire.Versions{}, 0)
 	name, m := r.name(keepID), r.meta(keepV)
 	for i := range 20000 {
 		id := r.acquireName(fmt.Sprintf("churn-%08d", i))
 		meta[0] = byte(i)
-		v := r.acquireVersion(id, addr, meta, wire.Versions{})
+		v := r.acquireVersion(id, addr, meta, wire.Versions{}, 0)
 		r.releaseVersion(v)
 		r.releaseName(id)
 	}
@@ -113,7 +113,7 @@ func TestRegistryTakesTheWireMaximums(t *testing.T) {
 	name := string(bytes.Repeat([]byte{'n'}, wire.MaxNameLen))
 	meta := bytes.Repeat([]byte{'m'}, wire.MaxMetaLen)
 	id := r.acquireName(name)
-	v := r.acquireVersion(id, netip.MustParseAddrPort("10.0.0.1:7946"), meta, wire.Versions{})
+	v := r.acquireVersion(id, netip.MustParseAddrPort("10.0.0.1:7946"), meta, wire.Versions{}, 0)
 	require.Equal(t, name, r.name(id))
 	require.Equal(t, meta, r.meta(v))
 }

@@ -151,7 +151,7 @@ func (m *Machine) noteActor(now time.Time, from netip.AddrPort, name string) {
 	}
 	if t := m.tombByName[name]; t != nil {
 		if !t.left {
-			m.holePing(now, name, t.addr, &wire.Dead{Name: name, Incarnation: t.inc, From: m.selfName})
+			m.holePing(now, name, t.addr, &wire.Dead{Name: name, Incarnation: t.inc, From: m.selfName, Life: t.life})
 		}
 		return
 	}
@@ -170,7 +170,7 @@ func (m *Machine) askDead(now time.Time, s *memberState) {
 		return
 	}
 	name := m.nameOf(s)
-	m.holePing(now, name, m.addrOf(s), &wire.Dead{Name: name, Incarnation: s.inc(), From: m.selfName})
+	m.holePing(now, name, m.addrOf(s), &wire.Dead{Name: name, Incarnation: s.inc(), From: m.selfName, Life: m.lifeOf(s)})
 }
 
 // noteSubject handles a packet from the address from naming the member

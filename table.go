@@ -90,7 +90,7 @@ func (m *Machine) lookupBytes(name []byte) *memberState {
 }
 
 // addEntry creates the entry of a member this Machine did not know.
-func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, vers wire.Versions, st State, inc uint64, now time.Time) *memberState {
+func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, vers wire.Versions, life uint64, st State, inc uint64, now time.Time) *memberState {
 	id := m.reg.acquireName(name)
 	c := int(id >> chunkBits)
 	for c >= len(m.table) {
@@ -100,7 +100,7 @@ func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, vers w
 		m.table[c] = new(chunk)
 	}
 	s := &m.table[c][id&(chunkSize-1)]
-	*s = memberState{id: id, vs: m.reg.acquireVersion(id, addr, meta, vers)<<8 | uint32(st)}
+	*s = memberState{id: id, vs: m.reg.acquireVersion(id, addr, meta, vers, life)<<8 | uint32(st)}
 	s.setInc(inc)
 	// Never heard from: as long ago as the sweep allows.
 	s.heard = m.ms(now) - uint32(heardFloor/time.Millisecond)
@@ -109,6 +109,7 @@ func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, vers w
 
 // removeEntry forgets a member.
 func (m *Machine) removeEntry(s *memberState) {
+	delete(m.refusedChanges, s.id)
 	m.reg.releaseVersion(s.version())
 	m.reg.releaseName(s.id)
 	*s = memberState{}
@@ -118,14 +119,14 @@ func (m *Machine) removeEntry(s *memberState) {
 // the dead not yet forgotten.
 func (m *Machine) tableSize() int { return m.ring.len() + m.dead.len() }
 
-// setIdentity moves the entry to the version at (addr, meta, vers).
-func (m *Machine) setIdentity(now time.Time, s *memberState, addr netip.AddrPort, meta []byte, vers wire.Versions) {
+// setIdentity moves the entry to the version at (addr, meta, vers, life).
+func (m *Machine) setIdentity(now time.Time, s *memberState, addr netip.AddrPort, meta []byte, vers wire.Versions, life uint64) {
 	old := s.version()
-	if m.reg.sameVersion(old, addr, meta, vers) {
+	if m.reg.sameVersion(old, addr, meta, vers, life) {
 		return
 	}
 	oldVers := m.reg.verVers[old]
-	v := m.reg.acquireVersion(s.id, addr, meta, vers)
+	v := m.reg.acquireVersion(s.id, addr, meta, vers, life)
 	m.reg.releaseVersion(old)
 	s.vs = v<<8 | s.vs&0xff
 	if oldVers != vers && m.ring.index(m.ringOrder(), s.id) >= 0 {
@@ -140,6 +141,9 @@ func (m *Machine) metaOf(s *memberState) []byte         { return m.reg.meta(s.ve
 
 // versionsOf is what the member announced it speaks, zero if not known.
 func (m *Machine) versionsOf(s *memberState) wire.Versions { return m.reg.verVers[s.version()] }
+
+// lifeOf is the life held of s (lives.go), zero if not known.
+func (m *Machine) lifeOf(s *memberState) uint64 { return m.reg.verLife[s.version()] }
 
 // byAddr returns the entry of the member at addr, nil if none.
 func (m *Machine) byAddr(addr netip.AddrPort) *memberState {
@@ -191,6 +195,7 @@ func (m *Machine) export(s *memberState) Member {
 		State:       s.state(),
 		Incarnation: s.inc(),
 		Versions:    Versions(m.versionsOf(s).Effective()),
+		Life:        m.lifeOf(s),
 	}
 }
 

@@ -28,33 +28,36 @@ type timerKind uint8
 // they were armed), so that a probe's indirect phase starts before its
 // period is judged and a relay's nack goes before the relay is forgotten.
 const (
-	timerRelayNack     timerKind = iota // key: relay seq; tell the requester the target is silent
-	timerRelayExpire                    // key: relay seq; forget the relay
-	timerProbeTimeout                   // key: probe seq; the direct ping gave up: ask k relays
-	timerProbeEnd                       // key: probe seq; the period is over: judge the probe
-	timerPairCheck                      // key: member id, inc: round; a partner's Heartbeat is due
-	timerProbe                          // singleton: start the next probe
-	timerHeartbeat                      // singleton: send the round's Heartbeats
-	timerCheckExpire                    // key: check seq, inc: generation; the verdict of a final or leave check
-	timerCheckRetry                     // key: check seq, inc: generation; ping once more
-	timerSuspicion                      // name, inc: incarnation; the suspicion ran out
-	timerGossip                         // singleton: the next gossip round
-	timerPushPull                       // singleton: the next anti-entropy exchange
-	timerReconnect                      // singleton: the next reconnect attempt
-	timerReap                           // singleton: the oldest dead member is forgotten
-	timerTombs                          // singleton: the oldest tombstone is forgotten
-	timerSeeds                          // singleton: the join seeds are forgotten
-	timerHeardSweep                     // singleton: heard times are clamped (table.go)
-	timerMerge                          // singleton: the next slice of a large merge
-	timerStream                         // key: stream id; a request the driver never answered
-	timerUserPing                       // key: ping seq; an application's ping got no answer
-	timerConflictCheck                  // key: ping seq; a name-conflict check got no answer
-	timerHoleAsk                        // name: a hole a join storm put off (joinstorm.go)
-	timerMoveCheck                      // key: the check's seq to the new address, name; a move's verdict (moves.go)
-	timerNewcomerCheck                  // key: ping seq; a member not known stayed silent at its address (newcomers.go)
-	timerLeaveNotices                   // singleton: the leave notices not acknowledged are sent again (lifecycle.go)
-	timerTreeFlush                      // singleton: the tree links' queues are sent (tree.go)
-	timerTreeGraft                      // key: broadcast id, inc: tries; an announced broadcast is still missing (tree.go)
+	timerRelayNack      timerKind = iota // key: relay seq; tell the requester the target is silent
+	timerRelayExpire                     // key: relay seq; forget the relay
+	timerProbeTimeout                    // key: probe seq; the direct ping gave up: ask k relays
+	timerProbeEnd                        // key: probe seq; the period is over: judge the probe
+	timerPairCheck                       // key: member id, inc: round; a partner's Heartbeat is due
+	timerProbe                           // singleton: start the next probe
+	timerHeartbeat                       // singleton: send the round's Heartbeats
+	timerCheckExpire                     // key: check seq, inc: generation; the verdict of a final or leave check
+	timerCheckRetry                      // key: check seq, inc: generation; ping once more
+	timerSuspicion                       // name, inc: incarnation; the suspicion ran out
+	timerGossip                          // singleton: the next gossip round
+	timerPushPull                        // singleton: the next anti-entropy exchange
+	timerReconnect                       // singleton: the next reconnect attempt
+	timerReap                            // singleton: the oldest dead member is forgotten
+	timerTombs                           // singleton: the oldest tombstone is forgotten
+	timerSeeds                           // singleton: the join seeds are forgotten
+	timerHeardSweep                      // singleton: heard times are clamped (table.go)
+	timerMerge                           // singleton: the next slice of a large merge
+	timerStream                          // key: stream id; a request the driver never answered
+	timerUserPing                        // key: ping seq; an application's ping got no answer
+	timerConflictCheck                   // key: ping seq; a name-conflict check got no answer
+	timerHoleAsk                         // name: a hole a join storm put off (joinstorm.go)
+	timerMoveCheck                       // key: the check's seq to the new address, name; a move's verdict (moves.go)
+	timerNewcomerCheck                   // key: ping seq; a member not known stayed silent at its address (newcomers.go)
+	timerLeaveNotices                    // singleton: the leave notices not acknowledged are sent again (lifecycle.go)
+	timerTreeFlush                       // singleton: the tree links' queues are sent (tree.go)
+	timerTreeGraft                       // key: broadcast id, inc: tries; an announced broadcast is still missing (tree.go)
+	timerLifeCheck                       // key: the check's seq to the new life, name; a restart's verdict (lives.go)
+	timerOwnLifeCheck                    // key: ping seq; another life of this member's name stayed silent (lives.go)
+	timerRestartNotices                  // singleton: this member's restart is told to every member (lives.go)
 	timerKinds
 )
 
@@ -279,6 +282,18 @@ func init() {
 			current: func(m *Machine, t *timer) bool { _, ok := m.conflictChecks[uint32(t.key)]; return ok },
 			fire:    func(m *Machine, _ time.Time, t *timer) { delete(m.conflictChecks, uint32(t.key)) },
 		},
+		timerLifeCheck: {
+			current: func(m *Machine, t *timer) bool {
+				lc := m.lives.checks[t.name]
+				return lc != nil && lc.newSeq == uint32(t.key)
+			},
+			fire: func(m *Machine, now time.Time, t *timer) { m.concludeLife(now, t.name) },
+		},
+		timerOwnLifeCheck: {
+			current: func(m *Machine, t *timer) bool { _, ok := m.lives.own[uint32(t.key)]; return ok },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.ownLifeSilent(now, uint32(t.key)) },
+		},
+		timerRestartNotices: {singleton: true, fire: func(m *Machine, _ time.Time, _ *timer) { m.sendRestartNotices() }},
 		timerMoveCheck: {
 			current: func(m *Machine, t *timer) bool { mc := m.moves[t.name]; return mc != nil && mc.newSeq == uint32(t.key) },
 			fire:    func(m *Machine, now time.Time, t *timer) { m.concludeMove(now, t.name) },

@@ -25,6 +25,7 @@ type tombstone struct {
 	name   string
 	addr   netip.AddrPort
 	inc    uint64
+	life   uint64 // the life that died or left (lives.go)
 	left   bool
 	since  time.Time // when it died
 	nudged time.Time // when it was last told (nudge)
@@ -62,7 +63,7 @@ func (m *Machine) reap(now time.Time) {
 		m.dead.popOldest()
 		s := m.entry(d.id)
 		if m.cfg.ReconnectTimeout > 0 {
-			m.addTomb(&tombstone{name: m.nameOf(s), addr: m.addrOf(s), inc: s.inc(), left: s.state() == StateLeft, since: d.since})
+			m.addTomb(&tombstone{name: m.nameOf(s), addr: m.addrOf(s), inc: s.inc(), life: m.lifeOf(s), left: s.state() == StateLeft, since: d.since})
 		}
 		delete(m.seen, m.nameOf(s)) // its broadcasts have long stopped spreading
 		delete(m.rtts, m.nameOf(s))
@@ -112,7 +113,7 @@ func (m *Machine) nudge(now time.Time, t *tombstone) {
 	}
 	t.nudged = now
 	m.stats.TombstoneNudges++
-	m.send(t.addr, &wire.Dead{Name: t.name, Incarnation: t.inc, From: m.selfName, Left: t.left})
+	m.send(t.addr, &wire.Dead{Name: t.name, Incarnation: t.inc, From: m.selfName, Left: t.left, Life: t.life})
 }
 
 // popTomb forgets the oldest tombstone.

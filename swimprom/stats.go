@@ -131,6 +131,11 @@ var statSpecs = []statSpec{
 	{field: "AdmissionsRefused", name: "admissions_refused_total", help: "New members Config.Admit refused."},
 	{field: "JoinsRefused", name: "joins_refused_total", help: "Joins, this member's or a peer's, that Config.AdmitJoin refused."},
 	{field: "NameConflicts", name: "name_conflicts_total", help: "Second live processes found claiming this member's name."},
+	{field: "NamesYielded", name: "names_yielded_total", help: "Name conflicts this member settled by giving its name up."},
+	{field: "Restarts", name: "restarts_total", help: "New lives of members taken: restarts seen."},
+	{field: "LifeChecks", name: "life_checks_total", help: "Claims of a new life of a member checked at both lives' addresses."},
+	{field: "LivesRefused", name: "lives_refused_total", help: "Claims of a new life dropped: the held life answered, the new one did not, or it was refused lately."},
+	{field: "RestartNoticesSent", name: "restart_notices_sent_total", help: "This member's alive sent directly to each member at a restart."},
 
 	// Streams and anti-entropy.
 	{field: "PushPulls", name: "push_pulls_total", help: "Push-pulls (full state exchanges over TCP) this member started: joins, periodic anti-entropy, reconnects and asks for missed members."},

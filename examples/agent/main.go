@@ -214,6 +214,9 @@ type line struct {
 	Addr  string `json:"addr,omitempty"`
 	State string `json:"state,omitempty"`
 	Inc   uint64 `json:"inc,omitempty"`
+	// Life is set on restart and conflict lines: the new process's life,
+	// or the other process's under this member's name.
+	Life uint64 `json:"life,omitempty"`
 	// Keys and Plaintext are set on keyring lines only.
 	Keys      []string `json:"keys,omitempty"`
 	Plaintext string   `json:"plaintext,omitempty"`
@@ -262,12 +265,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	recent := &recentEvents{}
 	cfg.Events = swim.EventFunc(func(e swim.Event) {
 		recent.add(e)
-		if e.Member.Name == cfg.Name {
+		if e.Member.Name == cfg.Name && e.Kind != swim.EventConflict {
 			return // this member's own lifecycle is ready and left
 		}
 		l := line{Ev: e.Kind.String(), Node: e.Member.Name, Addr: e.Member.Addr.String(), Inc: e.Member.Incarnation}
-		if e.Kind == swim.EventLeave {
+		switch e.Kind {
+		case swim.EventLeave:
 			l.State = e.Member.State.String()
+		case swim.EventRestart, swim.EventConflict:
+			l.Life = e.Member.Life
 		}
 		out.print(l)
 	})

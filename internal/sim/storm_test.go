@@ -62,7 +62,8 @@ func stormRun(t *testing.T, n int, join, pauseAt time.Duration, pause bool) (s *
 
 // TestScenarioSuspicionsInAJoinStorm: 1,536 members boot through one seed,
 // 17 joins a second; past 1,024 members (where a storm spaces its rounds,
-// joinstorm.go), five members stop for 3 s, are suspected, and refute.
+// joinstorm.go), five members stop for 3 s; those probed meanwhile are
+// suspected, and refute.
 // The suspicions and refutations are relayed at the storm's pace: the 10 s
 // they are in flight cost the cluster few packets more than the same 10 s
 // of the same boot without the pauses (every member relaying them at one
@@ -83,7 +84,10 @@ func TestScenarioSuspicionsInAJoinStorm(t *testing.T) {
 	extra := float64(loud)/float64(quiet) - 1
 	t.Logf("packets in the 10 s from the pauses: %d, without them %d (%+.1f%%); suspicions raised %d, refutations by the paused %d, deaths declared %d",
 		loud, quiet, 100*extra, raised, refuted, deaths)
-	require.GreaterOrEqual(t, refuted, uint64(len(paused)), "a paused member did not refute: the test tests nothing")
+	// In a storm the views differ, and a member may go unprobed for its 3 s
+	// (seed 8 leaves one of the five so); one suspected and not refuting
+	// would be declared dead, which the next check catches.
+	require.NotZero(t, refuted, "no paused member was suspected: the test tests nothing")
 	require.Zero(t, deaths, "members declared dead in a storm (paused: %v)", paused)
 	require.Less(t, extra, 0.1, "the suspicions cost the cluster more than a tenth more packets")
 

@@ -518,7 +518,12 @@ func decodePing(d *decoder, m *Ping) {
 	m.Seq = uint32(d.uint("Seq", math.MaxUint32))
 	target := d.raw("Target", MaxNameLen, true)
 	from := d.raw("From", MaxNameLen, true)
-	d.skip("", n-3)
+	m.TargetLife = 0
+	known := 3
+	if n >= 4 {
+		m.TargetLife, known = d.uint("TargetLife", math.MaxUint64), 4
+	}
+	d.skip("", n-known)
 	if d.err == nil {
 		m.Target, m.From, _ = pack(target, from, nil)
 	}
@@ -550,10 +555,13 @@ func decodeAlive(d *decoder, m *Alive) {
 	addr := d.raw("Addr", MaxAddrLen, false)
 	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
 	m.Meta = d.bin("Meta", MaxMetaLen)
-	m.Versions = Versions{}
+	m.Versions, m.Life = Versions{}, 0
 	known := 4
 	if n >= 5 {
 		m.Versions, known = unpackVersions(d.uint("Versions", math.MaxUint32)), 5
+	}
+	if n >= 6 {
+		m.Life, known = d.uint("Life", math.MaxUint64), 6
 	}
 	d.skip("", n-known)
 	if d.err == nil {
@@ -566,10 +574,13 @@ func decodeSuspect(d *decoder, m *Suspect) {
 	name := d.raw("Name", MaxNameLen, true)
 	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
 	from := d.raw("From", MaxNameLen, true)
-	m.Silence = 0
+	m.Silence, m.Life = 0, 0
 	known := 3
 	if n >= 4 {
 		m.Silence, known = uint32(d.uint("Silence", math.MaxUint32)), 4
+	}
+	if n >= 5 {
+		m.Life, known = d.uint("Life", math.MaxUint64), 5
 	}
 	d.skip("", n-known)
 	if d.err == nil {
@@ -583,7 +594,12 @@ func decodeDead(d *decoder, m *Dead) {
 	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
 	from := d.raw("From", MaxNameLen, true)
 	m.Left = d.bool("Left")
-	d.skip("", n-4)
+	m.Life = 0
+	known := 4
+	if n >= 5 {
+		m.Life, known = d.uint("Life", math.MaxUint64), 5
+	}
+	d.skip("", n-known)
 	if d.err == nil {
 		m.Name, m.From, _ = pack(name, from, nil)
 	}
@@ -707,7 +723,7 @@ func decodePushPull(d *decoder, m *PushPull) {
 		}
 		ms := &m.Members[i]
 		ms.Name, _, ms.Addr = pack(v.Name, nil, v.Addr)
-		ms.Incarnation, ms.State, ms.Versions = v.Incarnation, v.State, v.Versions
+		ms.Incarnation, ms.State, ms.Versions, ms.Life = v.Incarnation, v.State, v.Versions, v.Life
 		if len(v.Meta) > 0 {
 			ms.Meta = append([]byte(nil), v.Meta...)
 		}

@@ -78,10 +78,18 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkNames(TypePing, "Target", m.Target, "From", m.From); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 3)
+		if m.TargetLife == 0 {
+			b = appendArrayLen(b, 3)
+		} else {
+			b = appendArrayLen(b, 4)
+		}
 		b = appendUint(b, uint64(m.Seq))
 		b = appendString(b, m.Target)
-		return appendString(b, m.From), nil
+		b = appendString(b, m.From)
+		if m.TargetLife != 0 {
+			b = appendUint(b, m.TargetLife)
+		}
+		return b, nil
 
 	case *PingReq:
 		if m == nil {
@@ -120,12 +128,13 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkMember(TypeAlive, "", m.Name, m.Addr, m.Meta); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 5)
+		b = appendArrayLen(b, 6)
 		b = appendString(b, m.Name)
 		b = appendBin(b, m.Addr)
 		b = appendUint(b, m.Incarnation)
 		b = appendBin(b, m.Meta)
-		return appendUint(b, m.Versions.pack()), nil
+		b = appendUint(b, m.Versions.pack())
+		return appendUint(b, m.Life), nil
 
 	case *Suspect:
 		if m == nil {
@@ -134,11 +143,12 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkNames(TypeSuspect, "Name", m.Name, "From", m.From); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 4)
+		b = appendArrayLen(b, 5)
 		b = appendString(b, m.Name)
 		b = appendUint(b, m.Incarnation)
 		b = appendString(b, m.From)
-		return appendUint(b, uint64(m.Silence)), nil
+		b = appendUint(b, uint64(m.Silence))
+		return appendUint(b, m.Life), nil
 
 	case *Dead:
 		if m == nil {
@@ -147,11 +157,12 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkNames(TypeDead, "Name", m.Name, "From", m.From); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 4)
+		b = appendArrayLen(b, 5)
 		b = appendString(b, m.Name)
 		b = appendUint(b, m.Incarnation)
 		b = appendString(b, m.From)
-		return appendBool(b, m.Left), nil
+		b = appendBool(b, m.Left)
+		return appendUint(b, m.Life), nil
 
 	case *PushPull:
 		if m == nil {
@@ -172,7 +183,7 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 			if err := checkMember(TypePushPull, "Members.", ms.Name, ms.Addr, ms.Meta); err != nil {
 				return b, err
 			}
-			b = appendMemberState(b, ms.Name, ms.Addr, ms.Incarnation, ms.State, ms.Meta, ms.Versions)
+			b = appendMemberState(b, ms.Name, ms.Addr, ms.Incarnation, ms.State, ms.Meta, ms.Versions, ms.Life)
 		}
 		return b, nil
 
@@ -345,14 +356,15 @@ func checkNames(t Type, f1, s1, f2, s2 string) error {
 
 // appendMemberState appends one push-pull entry. The Versions, a field
 // that members predating versioning skip, come last.
-func appendMemberState(b []byte, name string, addr []byte, inc uint64, state uint8, meta []byte, v Versions) []byte {
-	b = appendArrayLen(b, 6)
+func appendMemberState(b []byte, name string, addr []byte, inc uint64, state uint8, meta []byte, v Versions, life uint64) []byte {
+	b = appendArrayLen(b, 7)
 	b = appendString(b, name)
 	b = appendBin(b, addr)
 	b = appendUint(b, inc)
 	b = appendUint(b, uint64(state))
 	b = appendBin(b, meta)
-	return appendUint(b, v.pack())
+	b = appendUint(b, v.pack())
+	return appendUint(b, life)
 }
 
 // checkMember checks the limits of the fields Alive and MemberState share.

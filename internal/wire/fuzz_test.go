@@ -96,18 +96,21 @@ func FuzzDecodeFrame(f *testing.F) {
 	})
 }
 
-// versionsAdded bounds the bytes re-encoding msgs may add to what a
-// protocol 1 sender wrote: one for the Versions of each Alive and of each
-// push-pull entry (and the array header of a push-pull that grows past
-// 15 fields is not a concern: entries have six).
+// versionsAdded bounds the bytes re-encoding msgs may add to what an
+// older sender wrote: a byte for each trailing field it may have left out
+// that this version writes, zero as it may be: the Versions and Life of an
+// Alive and of each push-pull entry, the Silence and Life of a Suspect,
+// the Life of a Dead (array headers stay one byte: none has 15 fields).
 func versionsAdded(msgs []Message) int {
 	n := 0
 	for _, m := range msgs {
 		switch m := m.(type) {
-		case *Alive:
+		case *Alive, *Suspect:
+			n += 2
+		case *Dead:
 			n++
 		case *PushPull:
-			n += len(m.Members)
+			n += 2 * len(m.Members)
 		}
 	}
 	return n

@@ -100,9 +100,25 @@ func protocol6Cases() []golden {
 	}
 }
 
+// protocol7Cases are the golden vectors of the fields protocol 7 added
+// (ProtocolLife).
+func protocol7Cases() []golden {
+	const life = 1796171455000<<16 | 0x2f1d
+	return []golden{
+		{"ping-life", []Message{&Ping{Seq: 42, Target: "node-00001", From: "node-00002", TargetLife: life}}},
+		{"alive-life", []Message{&Alive{Name: "node-00001", Addr: testAddr4, Incarnation: 1,
+			Versions: Versions{ProtocolMin: 1, ProtocolMax: 7}, Life: life}}},
+		{"suspect-life", []Message{&Suspect{Name: "node-00001", Incarnation: 3, From: "node-00002", Silence: 700, Life: life}}},
+		{"dead-life", []Message{&Dead{Name: "node-00001", Incarnation: 4, From: "node-00001", Left: true, Life: life}}},
+		{"pushpull-life", []Message{&PushPull{From: "node-00002", Members: []MemberState{
+			{Name: "node-00001", Addr: testAddr4, Incarnation: 1, Versions: Versions{ProtocolMin: 1, ProtocolMax: 7}, Life: life},
+		}}}},
+	}
+}
+
 // allGoldenCases are the golden vectors of every protocol.
 func allGoldenCases() []golden {
-	return slices.Concat(goldenCases(), protocol3Cases(), protocol4Cases(), protocol6Cases())
+	return slices.Concat(goldenCases(), protocol3Cases(), protocol4Cases(), protocol6Cases(), protocol7Cases())
 }
 
 // encodeMessages encodes msgs as one packet the way a sender would: a plain

@@ -36,7 +36,7 @@ const (
 	// ProtocolMin is the oldest protocol this version speaks.
 	ProtocolMin uint8 = 1
 	// ProtocolMax is the newest protocol this version speaks.
-	ProtocolMax uint8 = 6
+	ProtocolMax uint8 = 7
 	// ProtocolUser is the first protocol with application data: User
 	// messages, Broadcasts and AckPayloads. None is sent to a peer that
 	// announced less.
@@ -57,6 +57,12 @@ const (
 	// of riding gossip. A member gossips them only to members that
 	// announced less.
 	ProtocolTree uint8 = 6
+	// ProtocolLife is the first protocol whose members name their life
+	// (one process's run under the name) in their own claims: Alive,
+	// Suspect, Dead and push-pull entries carry a Life, and a Ping may
+	// ask for one (TargetLife). Older members skip the trailing fields
+	// and order claims by incarnation alone, as before.
+	ProtocolLife uint8 = 7
 )
 
 // Versions is the range of protocol versions a member speaks and the range
@@ -158,6 +164,10 @@ type Ping struct {
 	Seq    uint32
 	Target string // name the sender expects to answer; a different member at that address stays silent
 	From   string // name of the sender
+	// TargetLife, when not 0, is the life of Target the sender expects
+	// to answer: another life of that name stays silent. Written only
+	// when not 0 (a probe takes any life), as a fourth field.
+	TargetLife uint64
 }
 
 // PingReq asks the receiver to ping Target on the sender's behalf and relay
@@ -189,6 +199,9 @@ type Alive struct {
 	// Versions is what the member speaks: zero from a member that
 	// predates versioning, which neither sends nor reads the field.
 	Versions Versions
+	// Life identifies the member's process run under the name (0: not
+	// said, from a member before ProtocolLife or relayed through one).
+	Life uint64
 }
 
 // Suspect says From suspects Name at Incarnation (SWIM §4.2).
@@ -203,6 +216,8 @@ type Suspect struct {
 	// anchor on arrival (and is what a peer that predates the field sends,
 	// by omitting it).
 	Silence uint32
+	// Life is the life of Name accused (0: not said).
+	Life uint64
 }
 
 // Dead says From declared Name dead at Incarnation; Left marks a graceful
@@ -212,6 +227,7 @@ type Dead struct {
 	Incarnation uint64
 	From        string
 	Left        bool
+	Life        uint64 // the life of Name that died or left (0: not said)
 }
 
 // MemberState is one member's full state in a push-pull exchange.
@@ -222,6 +238,7 @@ type MemberState struct {
 	State       uint8 // 0 alive, 1 suspect, 2 dead, 3 left
 	Meta        []byte
 	Versions    Versions // zero when not known
+	Life        uint64   // zero when not known
 }
 
 // PushPull carries the sender's whole membership view (anti-entropy and join).

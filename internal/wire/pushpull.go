@@ -41,8 +41,14 @@ func NewPushPullWriter(dst []byte, from string, join bool, count int) *PushPullW
 	return w
 }
 
-// Add appends one member; v is what it speaks, zero if not known.
+// Add appends one member whose life is not known; v is what it speaks,
+// zero if not known.
 func (w *PushPullWriter) Add(name string, addr netip.AddrPort, incarnation uint64, state uint8, meta []byte, v Versions) {
+	w.AddLife(name, addr, incarnation, state, meta, v, 0)
+}
+
+// AddLife is Add for a member whose life is known.
+func (w *PushPullWriter) AddLife(name string, addr netip.AddrPort, incarnation uint64, state uint8, meta []byte, v Versions, life uint64) {
 	if w.err != nil {
 		return
 	}
@@ -50,13 +56,14 @@ func (w *PushPullWriter) Add(name string, addr netip.AddrPort, incarnation uint6
 		w.err = checkMember(TypePushPull, "Members.", name, nil, meta)
 		return
 	}
-	b := appendArrayLen(w.b, 6)
+	b := appendArrayLen(w.b, 7)
 	b = appendString(b, name)
 	b = appendAddr(b, addr)
 	b = appendUint(b, incarnation)
 	b = appendUint(b, uint64(state))
 	b = appendBin(b, meta)
-	w.b = appendUint(b, v.pack())
+	b = appendUint(b, v.pack())
+	w.b = appendUint(b, life)
 	w.n++
 }
 
@@ -95,6 +102,7 @@ type MemberView struct {
 	State       uint8
 	Meta        []byte
 	Versions    Versions
+	Life        uint64
 }
 
 // IsPushPull reports whether the stream packet b holds a single push-pull.
@@ -277,10 +285,13 @@ func decodeMemberView(d *decoder, v *MemberView) {
 	if len(v.Meta) == 0 {
 		v.Meta = nil
 	}
-	v.Versions = Versions{}
+	v.Versions, v.Life = Versions{}, 0
 	known := 5
 	if k >= 6 {
 		v.Versions, known = unpackVersions(d.uint("Members.Versions", math.MaxUint32)), 6
+	}
+	if k >= 7 {
+		v.Life, known = d.uint("Members.Life", math.MaxUint64), 7
 	}
 	d.skip("Members", k-known)
 }

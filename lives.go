@@ -1,0 +1,390 @@
+package swim
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"net/netip"
+	"time"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// Lives (wire.ProtocolLife). A name is a member; a process that runs under
+// the name runs one life of it, and its life identifier (Member.Life) is
+// drawn when its Machine starts. Every claim a member makes about itself
+// (its alive, its leave) names its life, and so does every accusation of
+// it (suspect, dead): a claim about another life of the name than the one
+// held is not about the member held, whatever its incarnation. So
+// incarnations count within a life, and the life decides before them:
+//
+//   - An accusation of another life is stale: a death reported of the
+//     process before a restart does not touch the process after it.
+//   - An alive claim of another life is a restart, or a second process
+//     taking the name, or a forgery. It is checked, as a move is
+//     (moves.go): the held life's address is pinged for that life and the
+//     claim's address for the claimed one (Ping.TargetLife: any other life
+//     stays silent). The new life takes the name once it answered and the
+//     held one did not within a probe timeout, or at once when the new
+//     life answered at the held life's own address (one socket, one
+//     process) or the held life was dead or gone: the restart is reported
+//     as EventRestart (EventJoin for a member held dead), routed to the
+//     new address from then on, and passed on. While the held life
+//     answers it keeps the name, the claim is dropped, and the claimed
+//     life's claims are dropped unchecked for refusedLifeFor.
+//   - While a restart is being checked, a failed probe of the member
+//     accuses no one: the check decides.
+//
+// The process itself, told of its name at another life, finds out which
+// it is: it pings that life at its address. Silence: a previous life of
+// its own (the usual case, a restart after a crash), and it overtakes that
+// life's incarnation for members of releases that order by incarnation
+// alone. An answer: a second live process holds the name (a conflict).
+// The newer life (the later start, its life being a start time over random
+// bits) yields unless Config.OnNameConflict decides otherwise: it leaves
+// at its own life, which the members holding the other life ignore, and a
+// Join in progress returns ErrNameConflict. As every member keeps the life
+// it holds while that life answers, nobody's view flips between the two.
+//
+// A restarted process also announces itself to every member it learns of
+// at once (restart notices, one packet each) instead of waiting for gossip,
+// whose every hop would wait for a check of its own.
+
+// ErrNameConflict is returned by Join when another live process holds this
+// member's name and this one yields it (see Config.OnNameConflict).
+var ErrNameConflict = errors.New("swim: another live process holds this member's name")
+
+// newLife makes the life of the Machine of name at addr, started at now:
+// the start in milliseconds since the Unix epoch over 16 bits of a hash of
+// the start in nanoseconds, the address and the name. The start orders the
+// lives of a name (the later one yields a conflict) and tells an operator
+// when the process began (Member.Started); the hash tells apart two
+// processes started in the same millisecond. It draws nothing from the
+// Machine's random source, whose sequence a simulated run replays.
+func newLife(now time.Time, addr netip.AddrPort, name string) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(now.UnixNano()))
+	h.Write(b[:])
+	h.Write([]byte(addr.String()))
+	h.Write([]byte(name))
+	life := uint64(max(now.UnixMilli(), 0))<<16 | h.Sum64()&0xffff
+	if life == 0 {
+		life = 1 // 0 means "not said"
+	}
+	return life
+}
+
+// Started is when the member's process started, as its life says; the zero
+// Time for a member whose release predates lives.
+func (mb Member) Started() time.Time {
+	if mb.Life == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(int64(mb.Life >> 16))
+}
+
+// otherLife reports whether a claim naming life claimed is about another
+// life than the one held, both known.
+func otherLife(held, claimed uint64) bool { return held != 0 && claimed != 0 && held != claimed }
+
+// maxLifeChecks bounds the restarts checked at once, as maxMoveChecks
+// bounds moves: a claim past it waits for the next copy.
+const maxLifeChecks = 16
+
+// refusedLifeFor is how long the claims of a life refused (its name's
+// held life answered) are dropped without a new check. A second process
+// that found the name taken yields within a probe timeout; a forger's
+// claims cost one check per name per period.
+const refusedLifeFor = 30 * time.Second
+
+// lifeCheck is a claim of a new life being checked: the claim, the
+// addresses of the held life (invalid when it is not live) and of the
+// claimed one, and the sequence numbers of the pings to each.
+type lifeCheck struct {
+	alive          wire.Alive
+	from, to       netip.AddrPort
+	oldSeq, newSeq uint32
+	newAnswered    bool
+}
+
+// refusedLife is a life of a name whose claims are dropped until until.
+type refusedLife struct {
+	life  uint64
+	until time.Time
+}
+
+// lives is the Machine's part of the lives.
+type lives struct {
+	checks  map[string]*lifeCheck // by name
+	past    map[string]uint64     // the life each restart replaced, by name
+	refused map[string]refusedLife
+	// own: checks of this member's name at other lives, by ping seq
+	own map[uint32]*ownLifeCheck
+	// noticed: the other life of this member's name its restart notices
+	// were last sent for
+	noticed uint64
+	// yielded: this member gave its name up to another live process
+	yielded bool
+}
+
+// ownLifeCheck is a check of this member's name at another life.
+type ownLifeCheck struct {
+	addr netip.AddrPort
+	life uint64
+	inc  uint64
+}
+
+func (l *lives) init() {
+	l.checks = make(map[string]*lifeCheck)
+	l.past = make(map[string]uint64)
+	l.refused = make(map[string]refusedLife)
+	l.own = make(map[uint32]*ownLifeCheck)
+}
+
+// checkLife starts the check of a's claim that the member s, held at
+// another life, runs a new one at addr (see the file comment), unless the
+// claim is of a life already replaced or refused, or is being checked.
+func (m *Machine) checkLife(now time.Time, s *memberState, a *wire.Alive, addr netip.AddrPort) {
+	name := m.nameOf(s)
+	if m.lives.past[name] == a.Life {
+		m.stats.DeltasStale++
+		return
+	}
+	if r, ok := m.lives.refused[name]; ok && r.life == a.Life && now.Before(r.until) {
+		m.stats.LivesRefused++
+		return
+	}
+	if lc := m.lives.checks[name]; lc != nil {
+		if lc.alive.Life == a.Life && lc.to == addr {
+			if a.Incarnation > lc.alive.Incarnation {
+				lc.alive = cloneAlive(a)
+			}
+			return
+		}
+		delete(m.lives.checks, name)
+	}
+	if len(m.lives.checks) >= maxLifeChecks {
+		m.stats.LivesRefused++
+		return
+	}
+	lc := &lifeCheck{alive: cloneAlive(a), to: addr, newSeq: m.nextSeq()}
+	m.lives.checks[name] = lc
+	m.stats.LifeChecks++
+	if s.live() {
+		lc.from, lc.oldSeq = m.addrOf(s), m.nextSeq()
+		// The held life hears the claim: if it is alive it learns of the
+		// other process and settles the conflict (ownLife).
+		m.sendWith(lc.from, &wire.Ping{Seq: lc.oldSeq, Target: name, From: m.selfName, TargetLife: m.lifeOf(s)}, &lc.alive)
+	}
+	m.sendPlain(lc.to, &wire.Ping{Seq: lc.newSeq, Target: name, From: m.selfName, TargetLife: a.Life}, m.packetBudget())
+	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerLifeCheck, uint64(lc.newSeq), 0, name)
+}
+
+// lifeAnswered handles an ack that answers a life check, and reports
+// whether it did.
+func (m *Machine) lifeAnswered(now time.Time, from netip.AddrPort, seq uint32) bool {
+	for name, lc := range m.lives.checks {
+		switch {
+		case lc.oldSeq != 0 && seq == lc.oldSeq && from == lc.from:
+			// The held life answers: it did not end.
+			delete(m.lives.checks, name)
+			m.refuseLife(now, name, lc.alive.Life)
+			return true
+		case seq == lc.newSeq && from == lc.to:
+			lc.newAnswered = true
+			if !lc.from.IsValid() || lc.from == lc.to {
+				// Nothing live to wait for, or the new life answered at
+				// the held life's own address: that one is gone.
+				m.concludeLife(now, name)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// concludeLife gives a life check its verdict: the new life takes the name
+// if it answered (the held one did not, or the check would be over).
+func (m *Machine) concludeLife(now time.Time, name string) {
+	lc := m.lives.checks[name]
+	delete(m.lives.checks, name)
+	if !lc.newAnswered {
+		m.refuseLife(now, name, lc.alive.Life)
+		return
+	}
+	s := m.lookup(name)
+	if s == nil || !otherLife(m.lifeOf(s), lc.alive.Life) {
+		return // forgotten meanwhile, or the same life after all
+	}
+	m.applyLife(now, s, &lc.alive, lc.to)
+}
+
+// refuseLife drops the claims of life for name for refusedLifeFor.
+func (m *Machine) refuseLife(now time.Time, name string, life uint64) {
+	m.stats.LivesRefused++
+	if _, ok := m.lives.refused[name]; !ok && len(m.lives.refused) >= m.cfg.MaxMembers {
+		clear(m.lives.refused)
+	}
+	m.lives.refused[name] = refusedLife{life: life, until: now.Add(refusedLifeFor)}
+}
+
+// applyLife gives the name of s to the life a claims, at addr: a restart.
+func (m *Machine) applyLife(now time.Time, s *memberState, a *wire.Alive, addr netip.AddrPort) {
+	name := m.nameOf(s)
+	if _, ok := m.lives.past[name]; !ok && len(m.lives.past) >= m.cfg.MaxMembers {
+		clear(m.lives.past)
+	}
+	if !m.admitsChange(s, a, addr, true) {
+		m.refuseChange(now, s)
+		return
+	}
+	m.lives.past[name] = m.lifeOf(s)
+	delete(m.lives.refused, name)
+	prev := s.state()
+	s.setInc(a.Incarnation)
+	m.setIdentity(now, s, addr, a.Meta, a.Versions, a.Life)
+	m.version++
+	m.stats.Restarts++
+	switch prev {
+	case StateAlive:
+		m.event(EventRestart, s)
+	case StateSuspect:
+		m.cancelSuspicion(name)
+		m.setState(now, s, StateAlive)
+		m.event(EventRestart, s)
+	default:
+		m.setState(now, s, StateAlive)
+		m.addToProbeOrder(s)
+		m.event(EventJoin, s)
+	}
+	m.queueBroadcast(name, a)
+}
+
+// restartPending reports whether a new life of s is being checked: a
+// failed probe of s then accuses no one.
+func (m *Machine) restartPending(s *memberState) bool {
+	_, ok := m.lives.checks[m.nameOf(s)]
+	return ok
+}
+
+// ownLife handles news of this member's name at another life, at addr
+// (see the file comment).
+func (m *Machine) ownLife(now time.Time, a *wire.Alive, addr netip.AddrPort) {
+	if m.lives.yielded || m.self.state() != StateAlive {
+		return
+	}
+	if a.Life < m.life && m.lives.noticed != a.Life {
+		// An earlier life: this process is a restart (or a second
+		// process, which the members' checks refuse). Told once the view
+		// this news came in is merged whole: a join's answer names every
+		// member to tell.
+		m.lives.noticed = a.Life
+		m.armAt(timerRestartNotices, now)
+	}
+	if addr == m.addrOf(m.self) {
+		// This process holds that address: the other life was here
+		// before it, and is gone.
+		m.overtake(now, a.Incarnation)
+		return
+	}
+	for _, c := range m.lives.own {
+		if c.life == a.Life {
+			return
+		}
+	}
+	if len(m.lives.own) >= maxConflictChecks {
+		return
+	}
+	seq := m.nextSeq()
+	m.lives.own[seq] = &ownLifeCheck{addr: addr, life: a.Life, inc: a.Incarnation}
+	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerOwnLifeCheck, uint64(seq), 0, "")
+	m.sendPlain(addr, &wire.Ping{Seq: seq, Target: m.selfName, From: m.selfName, TargetLife: a.Life}, m.packetBudget())
+}
+
+// overtake raises this member's incarnation above inc, a previous life's,
+// for the members that order by incarnation alone (releases before
+// lives); members of ProtocolLife take the new life at any incarnation.
+func (m *Machine) overtake(now time.Time, inc uint64) {
+	if inc >= m.self.inc() && m.plausible(m.self, inc) {
+		m.refute(now, inc)
+	}
+}
+
+// ownLifeSilent: the other life of this member's name did not answer: a
+// previous life, gone.
+func (m *Machine) ownLifeSilent(now time.Time, seq uint32) {
+	c := m.lives.own[seq]
+	delete(m.lives.own, seq)
+	if m.self.state() == StateAlive {
+		m.overtake(now, c.inc)
+	}
+}
+
+// ownLifeAnswered handles an ack that answers a check of this member's
+// name at another life, and reports whether it did: that life is a second
+// live process under the name.
+func (m *Machine) ownLifeAnswered(now time.Time, from netip.AddrPort, seq uint32) bool {
+	c, ok := m.lives.own[seq]
+	if !ok {
+		return false
+	}
+	if from != c.addr {
+		m.stats.AcksRefused++
+		return true
+	}
+	delete(m.lives.own, seq)
+	m.nameConflict(now, c.addr, c.life)
+	return true
+}
+
+// nameConflict settles a conflict with the live process of the name at
+// addr, at life: the newer life yields, unless Config.OnNameConflict
+// decides.
+func (m *Machine) nameConflict(now time.Time, addr netip.AddrPort, life uint64) {
+	other := m.export(m.self)
+	other.Addr, other.Life = addr, life
+	if !m.conflictsReported[addr] {
+		// Once per address, whichever check found it first (admission.go
+		// checks back on a process that pings in this name).
+		if len(m.conflictsReported) < m.cfg.MaxMembers {
+			m.conflictsReported[addr] = true
+		}
+		m.stats.NameConflicts++
+		m.emitEvent(Event{Kind: EventConflict, Member: other})
+	}
+	yield := m.life > life
+	if m.cfg.OnNameConflict != nil {
+		yield = m.cfg.OnNameConflict(m.export(m.self), other)
+	}
+	if !yield || m.self.state() != StateAlive {
+		return
+	}
+	m.lives.yielded = true
+	m.stats.NamesYielded++
+	_ = m.Leave(now)
+}
+
+// NameYielded reports whether this member gave its name up to another live
+// process (see Config.OnNameConflict); Join then returns ErrNameConflict.
+func (m *Machine) NameYielded() bool { return m.lives.yielded }
+
+// LifeChecksPending reports whether this member is still finding out
+// whether another life of its name is alive: Join waits for the answer.
+func (m *Machine) LifeChecksPending() bool { return len(m.lives.own) > 0 }
+
+// sendRestartNotices sends this member's alive to every live member it
+// knows, alone: its restart is checked by each at once, not hop by hop as
+// gossip would bring it.
+func (m *Machine) sendRestartNotices() {
+	alive := m.aliveOf(m.self)
+	m.ring.each(func(id uint32) {
+		if id == m.self.id {
+			return
+		}
+		if s := m.entry(id); s != nil && s.live() {
+			m.sendAlone(m.addrOf(s), alive)
+			m.stats.RestartNoticesSent++
+		}
+	})
+}
