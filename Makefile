@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help sizes test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium broadcast-sim broadcast
+.PHONY: help sizes test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium broadcast-sim broadcast restarts
 
 # Modules of their own, tested and vetted by test and lint besides the
 # root's PKGS: examples/raft depends on hashicorp/raft, internal/compare on
@@ -293,3 +293,20 @@ procs:
 	@rc=0; (cd internal/compare && $(GO) run ./procs $(PROCS_FLAGS)) || rc=$$?; \
 	  sh internal/chaos/clean.sh || rc=$$((rc ? rc : 1)); \
 	  exit $$rc
+
+# restarts: a mass restart on real processes, swim against memberlist
+# v0.7.0 (internal/compare/procs -mass-restart): 32 agents per library
+# joined through the first, then every agent but the first killed, one
+# every 100 ms, and a new process started at its port, its state lost,
+# RESTART_DOWN after its kill, each joining through the first; it prints
+# the time until every agent sees 32 again, whether all still do 30 s
+# later, the deaths reported of members whose new process was running,
+# and how many members were told of each restart. Linux and root only,
+# as procs. About 3 minutes per value of RESTART_DOWN.
+RESTART_DOWN ?= 0s 3s 10s
+restarts:
+	@rc=0; for down in $(RESTART_DOWN); do \
+	  echo "== restart-down $$down"; \
+	  (cd internal/compare && $(GO) run ./procs -n 32 -settle 10s -mass-restart -restart-down $$down) || rc=$$?; \
+	  sh internal/chaos/clean.sh || rc=$$((rc ? rc : 1)); \
+	done; exit $$rc

@@ -34,6 +34,15 @@
 // The table gives the median over the windows for each library, and the
 // ratio swim/memberlist.
 //
+// With -mass-restart (`make restarts`) the windows give way to a mass
+// restart after -settle: every agent but the first is killed, one every
+// -restart-every, and a new process under its name starts at its port
+// -restart-down after its kill and joins through the first
+// (restart_linux.go). It reports the time until every agent sees -n again,
+// whether they all still do -hold later, the deaths the agents reported
+// of members whose new process ran, and how many agents were told of
+// each restart (the member reported up or restarted after it).
+//
 // What the bytes count: every packet the members send crosses the
 // namespace's loopback once and is counted once by its tx counters (UDP,
 // and TCP with its handshakes, acks and teardowns). Before the first
@@ -78,6 +87,13 @@ type options struct {
 	basePort   int
 	goCmd      string
 	keepLogs   bool
+	// massRestart replaces the steady-state windows with a mass restart
+	// (restart_linux.go).
+	massRestart  bool
+	restartEvery time.Duration
+	restartDown  time.Duration
+	healBound    time.Duration
+	holdFor      time.Duration
 }
 
 // libs are the libraries the driver knows, by name, with their agent's
@@ -113,6 +129,11 @@ func main() {
 	flag.IntVar(&o.basePort, "base-port", 20000, fmt.Sprintf("the k-th library's agents bind base-port + %d·k + i", portSpan))
 	flag.StringVar(&o.goCmd, "go", "go", "go command, to build the agents")
 	flag.BoolVar(&o.keepLogs, "keep-logs", false, "keep the agents' stderr logs (the path is printed)")
+	flag.BoolVar(&o.massRestart, "mass-restart", false, "after the join and -settle, kill every agent but the first and start a new one in its place, one every -restart-every, instead of the steady-state windows")
+	flag.DurationVar(&o.restartEvery, "restart-every", 100*time.Millisecond, "with -mass-restart: the time from one kill to the next")
+	flag.DurationVar(&o.restartDown, "restart-down", 0, "with -mass-restart: how long each agent stays down before its new process starts")
+	flag.DurationVar(&o.healBound, "heal-bound", 30*time.Second, "with -mass-restart: bound on the time until every agent sees -n again")
+	flag.DurationVar(&o.holdFor, "hold", 30*time.Second, "with -mass-restart: how long the views are watched after that")
 	loProbe := flag.Bool(loProbeFlag, false, "internal: probe the loopback counters of the current network namespace and print the result")
 	flag.Parse()
 	if *loProbe {

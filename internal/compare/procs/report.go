@@ -30,6 +30,9 @@ type report struct {
 	LoadEnd    string
 	Wall       time.Duration
 	Libs       []libResult
+	// RestartEvery, RestartDown and Hold are the mass restart's
+	// (-mass-restart).
+	RestartEvery, RestartDown, Hold time.Duration
 }
 
 // libResult is one library's run.
@@ -54,6 +57,31 @@ type libResult struct {
 	// Changes counts the changes of any agent's live count during the
 	// windows: 0 in a steady cluster (a flap is two, down and up).
 	Changes int
+	// Restart is the mass restart's outcome (-mass-restart), nil without.
+	Restart *restartResult
+}
+
+// restartResult is what a mass restart came to (restart_linux.go).
+type restartResult struct {
+	Restarted int     // agents killed and started again
+	Span      float64 // seconds from the first kill to the last start
+	// Healed is the seconds from the last restart until every agent saw
+	// N live members (+Inf if not within -heal-bound); Held whether they
+	// all still did -hold later.
+	Healed float64
+	Held   bool
+	// Short are the agents that saw fewer than N at the end of the hold,
+	// with their counts.
+	Short []string
+	// Deaths counts the down reports about a member whose new process was
+	// already running, DeadMembers the distinct members they were about,
+	// and DeathsLate those made a second or more after the member's
+	// restart (not an old rumor's last hop).
+	Deaths, DeadMembers, DeathsLate int
+	// Pairs is the (member, restarted member) pairs where the member's
+	// own process ran before the other's restart; Told those in which it
+	// reported the restarted member alive or restarted afterwards.
+	Pairs, Told int
 }
 
 type window struct {
@@ -101,9 +129,17 @@ var rows = []row{
 
 func printReport(out io.Writer, rep *report) {
 	fmt.Fprintf(out, "Per-process comparison: %d processes per library, one member each, LAN defaults, GOMAXPROCS=1,\n", rep.N)
-	fmt.Fprintf(out, "on the loopback of a private network namespace; steady state from %v after the join,\n", rep.Settle)
-	fmt.Fprintf(out, "medians over %d windows of %v.\n\n", rep.Windows, rep.Window)
+	if rep.RestartEvery > 0 {
+		fmt.Fprintf(out, "on the loopback of a private network namespace; a mass restart %v after the join.\n\n", rep.Settle)
+	} else {
+		fmt.Fprintf(out, "on the loopback of a private network namespace; steady state from %v after the join,\n", rep.Settle)
+		fmt.Fprintf(out, "medians over %d windows of %v.\n\n", rep.Windows, rep.Window)
+	}
 	swim, ml := find(rep.Libs, "swim"), find(rep.Libs, "memberlist")
+	steady := false
+	for _, r := range rep.Libs {
+		steady = steady || len(r.Windows) > 0
+	}
 	nameWidth := 0
 	for _, rw := range rows {
 		nameWidth = max(nameWidth, utf8.RuneCountInString(rw.name))
@@ -118,6 +154,9 @@ func printReport(out io.Writer, rep *report) {
 	}
 	fmt.Fprintln(out, line)
 	for _, rw := range rows {
+		if !steady && !strings.HasPrefix(rw.name, "join") {
+			continue // a mass restart measures no steady state
+		}
 		line := fmt.Sprintf("%-*s", nameWidth, rw.name)
 		for i := range rep.Libs {
 			v := "—"
@@ -132,12 +171,15 @@ func printReport(out io.Writer, rep *report) {
 		fmt.Fprintln(out, line)
 	}
 
-	fmt.Fprintln(out, "\nEach window: CPU ms / bytes / packets per member per s; RSS MiB; the rest of the machine:")
-	fmt.Fprintln(out, "CPUs busy outside the agents + CPUs stolen by the hypervisor")
-	for _, r := range rep.Libs {
-		for i, w := range r.Windows {
-			fmt.Fprintf(out, "  %-10s  %d: %.3f / %.1f / %.2f; %.1f; %.2f + %.2f\n",
-				r.Lib, i+1, w.CPUms, w.Bytes, w.Packets, w.RSSMiB, w.OtherCores, w.StealCores)
+	printRestarts(out, rep)
+	if steady {
+		fmt.Fprintln(out, "\nEach window: CPU ms / bytes / packets per member per s; RSS MiB; the rest of the machine:")
+		fmt.Fprintln(out, "CPUs busy outside the agents + CPUs stolen by the hypervisor")
+		for _, r := range rep.Libs {
+			for i, w := range r.Windows {
+				fmt.Fprintf(out, "  %-10s  %d: %.3f / %.1f / %.2f; %.1f; %.2f + %.2f\n",
+					r.Lib, i+1, w.CPUms, w.Bytes, w.Packets, w.RSSMiB, w.OtherCores, w.StealCores)
+			}
 		}
 	}
 	fmt.Fprintln(out, "\nNotes:")
@@ -145,12 +187,14 @@ func printReport(out io.Writer, rep *report) {
 	// window: an error within ±1 tick, about 0.41 tick standard deviation
 	// (the difference of two uniform roundings), independent across the
 	// processes.
-	tickSD := 0.41 * math.Sqrt(float64(rep.N)) * 1000 / userHZ / (float64(rep.N) * rep.Window.Seconds())
-	fmt.Fprintf(out, "- CPU: utime+stime from /proc/<pid>/stat (%d Hz ticks), summed over the processes; their rounding\n"+
-		"  to ticks blurs each window's figure by about %.3f ms per member per s (one standard deviation).\n", userHZ, tickSD)
-	fmt.Fprintf(out, "- bytes: the namespace loopback's tx_bytes, which counts each packet once; the probe found it\n"+
-		"  counts %d bytes per packet beyond the IP packet (subtracted), so the figure is IP header +\n"+
-		"  UDP or TCP header + payload, TCP handshakes and acks included.\n", rep.LinkHeader)
+	if steady {
+		tickSD := 0.41 * math.Sqrt(float64(rep.N)) * 1000 / userHZ / (float64(rep.N) * rep.Window.Seconds())
+		fmt.Fprintf(out, "- CPU: utime+stime from /proc/<pid>/stat (%d Hz ticks), summed over the processes; their rounding\n"+
+			"  to ticks blurs each window's figure by about %.3f ms per member per s (one standard deviation).\n", userHZ, tickSD)
+		fmt.Fprintf(out, "- bytes: the namespace loopback's tx_bytes, which counts each packet once; the probe found it\n"+
+			"  counts %d bytes per packet beyond the IP packet (subtracted), so the figure is IP header +\n"+
+			"  UDP or TCP header + payload, TCP handshakes and acks included.\n", rep.LinkHeader)
+	}
 	for _, r := range rep.Libs {
 		if r.JoinNote != "" {
 			fmt.Fprintf(out, "- %s: join %s.\n", r.Lib, r.JoinNote)
@@ -232,4 +276,34 @@ func readString(path string) string {
 		return ""
 	}
 	return string(b)
+}
+
+// printRestarts prints the mass restarts' table, if there were any.
+func printRestarts(out io.Writer, rep *report) {
+	any := false
+	for _, r := range rep.Libs {
+		any = any || r.Restart != nil
+	}
+	if !any {
+		return
+	}
+	fmt.Fprintf(out, "\nMass restart: every agent but the first killed (SIGKILL), one every %v, and a new process\n"+
+		"started at its port %v after its kill, joining through the first:\n", rep.RestartEvery, rep.RestartDown)
+	for _, r := range rep.Libs {
+		x := r.Restart
+		if x == nil {
+			continue
+		}
+		healed := "not within the bound"
+		if !math.IsInf(x.Healed, 1) {
+			healed = fmt.Sprintf("%.2f s", x.Healed)
+		}
+		fmt.Fprintf(out, "  %-10s %d restarted in %.1f s; every agent sees %d: %s after the last restart; held %v: %v;\n"+
+			"             deaths reported of a member whose new process ran: %d (%d members; %d a second or more after its restart);\n"+
+			"             restarts told (the member reported alive or restarted after its new process started): %d of %d\n",
+			r.Lib, x.Restarted, x.Span, rep.N, healed, rep.Hold, x.Held, x.Deaths, x.DeadMembers, x.DeathsLate, x.Told, x.Pairs)
+		if len(x.Short) > 0 {
+			fmt.Fprintf(out, "             short at the end: %s\n", strings.Join(x.Short, ", "))
+		}
+	}
 }

@@ -39,6 +39,9 @@ func unsupported() string {
 func run(ctx context.Context, o *options) (rep *report, err error) {
 	began := time.Now()
 	rep = &report{N: o.n, Settle: o.settle, Windows: o.windows, Window: o.window, LoadStart: loadavg()}
+	if o.massRestart {
+		rep.RestartEvery, rep.RestartDown, rep.Hold = o.restartEvery, o.restartDown, o.holdFor
+	}
 	rep.machine()
 	defer func() {
 		rep.LoadEnd = loadavg()
@@ -170,7 +173,16 @@ type cluster struct {
 	n       int
 	procs   []*proc
 	mu      sync.Mutex
-	changes int // live lines received
+	changes int         // live lines received
+	downs   []downEvent // down lines received
+	told    []downEvent // up and restart lines received
+}
+
+// downEvent is an agent's report that its library declared node dead or
+// left.
+type downEvent struct {
+	observer, node string
+	at             time.Time
 }
 
 // runLib starts o.n agents of lib, joins them and measures the steady
@@ -264,6 +276,11 @@ func runLib(ctx context.Context, ns *chaos.Namespace, o *options, lib, bin strin
 	if err := pause(ctx, o.settle); err != nil {
 		return res, err
 	}
+	if o.massRestart {
+		r, err := c.massRestart(ctx, ns, o, bin, basePort, logDir)
+		res.Restart = &r
+		return res, err
+	}
 	prev, err := c.sample()
 	if err != nil {
 		return res, err
@@ -344,6 +361,10 @@ func (c *cluster) read(p *proc, stdout io.Reader) {
 			p.joined = true
 			p.retries = l.Attempts - 1
 			p.joinErr = l.Err
+		case agent.EvDown:
+			c.downs = append(c.downs, downEvent{observer: p.name, node: l.Node, at: at})
+		case agent.EvUp, agent.EvRestart:
+			c.told = append(c.told, downEvent{observer: p.name, node: l.Node, at: at})
 		case agent.EvLive:
 			c.changes++
 			p.live = l.N

@@ -16,6 +16,10 @@
 //	                                          its Join succeeded, after attempts tries
 //	                                          (err: the first failure's, if any)
 //	{"ev":"error","err":"..."}                it could not start
+//	{"ev":"down","node":"name"}               its library reported name dead or left
+//	{"ev":"up","node":"name"}                 its library reported name alive, after down or new
+//	{"ev":"restart","node":"name"}            its library reported a new process of name (swim:
+//	                                          EventRestart; memberlist: NotifyUpdate)
 //
 // and one command per line on stdin: "join HOST:PORT" joins through that
 // seed, and tries again after JoinRetry for as long as it fails, as an
@@ -43,14 +47,18 @@ type Line struct {
 	JoinNS   int64  `json:"join_ns,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
 	Err      string `json:"err,omitempty"`
+	Node     string `json:"node,omitempty"`
 }
 
 // The events of Line.Ev.
 const (
-	EvReady  = "ready"
-	EvLive   = "live"
-	EvJoined = "joined"
-	EvError  = "error"
+	EvReady   = "ready"
+	EvLive    = "live"
+	EvJoined  = "joined"
+	EvError   = "error"
+	EvDown    = "down"
+	EvUp      = "up"
+	EvRestart = "restart"
 )
 
 // JoinRetry is the pause between two join attempts. Short, so that a
@@ -157,6 +165,13 @@ type Live struct {
 	up map[string]bool
 }
 
+// Restarted records that the library reported a new process of name.
+func (l *Live) Restarted(name string) {
+	if name != l.self {
+		l.out.print(Line{Ev: EvRestart, Node: name})
+	}
+}
+
 // Up records that name is live.
 func (l *Live) Up(name string) { l.set(name, true) }
 
@@ -174,8 +189,10 @@ func (l *Live) set(name string, up bool) {
 	}
 	if up {
 		l.up[name] = true
+		l.out.print(Line{Ev: EvUp, Node: name})
 	} else {
 		delete(l.up, name)
+		l.out.print(Line{Ev: EvDown, Node: name})
 	}
 	l.out.print(Line{Ev: EvLive, N: 1 + len(l.up)})
 }

@@ -30,12 +30,14 @@ func main() {
 	})
 }
 
-// events passes memberlist's joins and leaves (dead or left) to the count.
+// events passes memberlist's joins and leaves (dead or left) to the count,
+// and its updates (a node's new address or metadata: what memberlist
+// reports of a node that came back changed) as restarts.
 type events struct{ live *agent.Live }
 
-func (e events) NotifyJoin(n *memberlist.Node)  { e.live.Up(n.Name) }
-func (e events) NotifyLeave(n *memberlist.Node) { e.live.Down(n.Name) }
-func (e events) NotifyUpdate(*memberlist.Node)  {}
+func (e events) NotifyJoin(n *memberlist.Node)   { e.live.Up(n.Name) }
+func (e events) NotifyLeave(n *memberlist.Node)  { e.live.Down(n.Name) }
+func (e events) NotifyUpdate(n *memberlist.Node) { e.live.Restarted(n.Name) }
 
 type member struct{ ml *memberlist.Memberlist }
 

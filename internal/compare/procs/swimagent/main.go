@@ -23,6 +23,8 @@ func main() {
 				live.Up(e.Member.Name)
 			case swim.EventLeave:
 				live.Down(e.Member.Name)
+			case swim.EventRestart:
+				live.Restarted(e.Member.Name)
 			}
 		})
 		ml, err := swim.New(cfg)
