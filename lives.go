@@ -46,8 +46,9 @@ import (
 // Join in progress returns ErrNameConflict. As every member keeps the life
 // it holds while that life answers, nobody's view flips between the two.
 //
-// A restarted process also announces itself to every member it learns of
-// at once (restart notices, one packet each) instead of waiting for gossip,
+// A restarted process (one told of an earlier life of its name) also
+// announces itself to every member it learns of at once (restart notices,
+// one packet each) instead of waiting for gossip,
 // whose every hop would wait for a check of its own.
 
 // ErrNameConflict is returned by Join when another live process holds this
@@ -165,7 +166,7 @@ func (m *Machine) checkLife(now time.Time, s *memberState, a *wire.Alive, addr n
 		delete(m.lives.checks, name)
 	}
 	if len(m.lives.checks) >= maxLifeChecks {
-		m.stats.LivesRefused++
+		m.stats.LifeChecksDropped++
 		return
 	}
 	lc := &lifeCheck{alive: cloneAlive(a), to: addr, newSeq: m.nextSeq()}
@@ -294,6 +295,7 @@ func (m *Machine) ownLife(now time.Time, a *wire.Alive, addr netip.AddrPort) {
 		}
 	}
 	if len(m.lives.own) >= maxConflictChecks {
+		m.stats.LifeChecksDropped++
 		return
 	}
 	seq := m.nextSeq()

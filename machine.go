@@ -855,6 +855,7 @@ type Stats struct {
 	Restarts                   uint64 // new lives of members taken (EventRestart, or EventJoin for a member held dead)
 	LifeChecks                 uint64 // claims of a new life of a member checked at both lives' addresses
 	LivesRefused               uint64 // claims of a new life dropped: the held life answered, the new one did not, or it was refused lately
+	LifeChecksDropped          uint64 // claims of another life not checked: too many checks in flight (the next copy is)
 	RestartNoticesSent         uint64 // this member's alive sent to each member at a restart (lives.go)
 	AckPayloadsTooLarge        uint64 // Config.Pings payloads over MaxAckPayload, not sent
 	JoinsRefused               uint64 // joins (ours or a peer's) Config.AdmitJoin refused

@@ -135,6 +135,7 @@ var statSpecs = []statSpec{
 	{field: "Restarts", name: "restarts_total", help: "New lives of members taken: restarts seen."},
 	{field: "LifeChecks", name: "life_checks_total", help: "Claims of a new life of a member checked at both lives' addresses."},
 	{field: "LivesRefused", name: "lives_refused_total", help: "Claims of a new life dropped: the held life answered, the new one did not, or it was refused lately."},
+	{field: "LifeChecksDropped", name: "life_checks_dropped_total", help: "Claims of another life not checked because too many checks were in flight; the next copy is."},
 	{field: "RestartNoticesSent", name: "restart_notices_sent_total", help: "This member's alive sent directly to each member at a restart."},
 
 	// Streams and anti-entropy.
