@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -320,6 +321,27 @@ type Config struct {
 	// makes room for it.
 	MaxStateSize int
 
+	// Identity is this member's Ed25519 private key, with which it signs
+	// its own claims (its alive, its leave, its refutations) and its
+	// accusations, once Signatures is on (signatures.go). Memberlist
+	// generates one per process when it is nil; the agent can load one
+	// from a file (-identity), so that the name keeps its key across
+	// restarts. A Machine with Signatures on needs one.
+	Identity ed25519.PrivateKey
+	// Signatures says whether claims are signed; see SignatureMode. The
+	// zero value, SignaturesOff, signs and checks nothing.
+	Signatures SignatureMode
+	// TrustedRoots, if set, are the public keys of the cluster's
+	// authorities: with Signatures on, a name is held only under a key a
+	// certificate of one of them binds it to (NewCertificate), and this
+	// member needs one of its own (Certificate). Empty: a name is bound to
+	// the first key it is seen with (trust on first use).
+	TrustedRoots []ed25519.PublicKey
+	// Certificate is this member's certificate from one of TrustedRoots,
+	// for its Name and the public key of Identity; carried in its alive
+	// claims. Required when TrustedRoots is set and Signatures is on; New
+	// refuses one that has expired or that no trusted root signed.
+	Certificate []byte
 	// The fields above are what the protocol reads: a Machine driven by
 	// any driver uses them (some the runtime reads too). The fields below
 	// are the runtime's alone: Memberlist reads them, and a Machine
@@ -650,6 +672,9 @@ func (c *Config) Validate() error {
 	case c.Plaintext != PlaintextRefuse && len(c.Keys) == 0:
 		return bad("Plaintext", fmt.Sprintf("is %s without Keys: there is nothing to migrate to", c.Plaintext))
 	}
+	if err := c.validateSignatures(); err != nil {
+		return err
+	}
 	for i, k := range c.Keys {
 		if err := checkKey(k); err != nil {
 			return bad(fmt.Sprintf("Keys[%d]", i), err.Error())
@@ -811,4 +836,26 @@ func (c *Config) broadcastRetainBytes() int {
 		return c.BroadcastRetainBytes
 	}
 	return 8 << 20
+}
+
+// validateSignatures checks the signature settings (Validate).
+func (c *Config) validateSignatures() error {
+	bad := func(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+	switch {
+	case c.Signatures > SignaturesRequired:
+		return bad("Signatures", fmt.Sprintf("%d is not a SignatureMode", c.Signatures))
+	case len(c.Identity) != 0 && len(c.Identity) != ed25519.PrivateKeySize:
+		return bad("Identity", fmt.Sprintf("is %d bytes, want an Ed25519 private key (%d)", len(c.Identity), ed25519.PrivateKeySize))
+	case len(c.Certificate) > wire.MaxCertLen:
+		return bad("Certificate", fmt.Sprintf("is %d bytes, over %d", len(c.Certificate), wire.MaxCertLen))
+	}
+	for i, r := range c.TrustedRoots {
+		if len(r) != ed25519.PublicKeySize {
+			return bad(fmt.Sprintf("TrustedRoots[%d]", i), fmt.Sprintf("is %d bytes, want an Ed25519 public key (%d)", len(r), ed25519.PublicKeySize))
+		}
+	}
+	if len(c.Certificate) > 0 && len(c.TrustedRoots) == 0 {
+		return bad("Certificate", "is set without TrustedRoots to check it against")
+	}
+	return nil
 }

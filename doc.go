@@ -31,6 +31,8 @@
 //     leave behind), deadlist.go (the dead still held), table.go (the
 //     member table), moves.go (checking a member's new address),
 //     lives.go (a member's process runs: restarts and name conflicts),
+//     signatures.go (signed claims: who may say what about whom),
+//     certificate.go (member certificates of a cluster authority),
 //     newcomers.go (checking a member not known before it is admitted),
 //     registry.go (member identities, shared by Machines),
 //     broadcast.go (the piggyback queue), joinstorm.go (pacing news in a

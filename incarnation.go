@@ -143,7 +143,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		if a.Life != 0 && a.Life != m.life {
 			// Another process under this name: a previous one, or a
 			// second one (lives.go).
-			if addr, err := wire.DecodeAddr(a.Addr); err == nil {
+			if addr, err := wire.DecodeAddr(a.Addr); err == nil && m.ownLifeProven(now, a, src) {
 				m.ownLife(now, a, addr)
 			}
 			return
@@ -160,6 +160,14 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		return
 	}
 	s := m.lookup(a.Name)
+	if m.signing() && (!m.aliveNews(a, s) || !m.aliveProven(now, a, s)) {
+		// Stale, dropped before its signature is verified; or not its
+		// member's word (signatures.go).
+		return
+	}
+	if m.bindsKey(a, s, src) {
+		return
+	}
 	if s != nil && otherLife(m.lifeOf(s), a.Life) {
 		// A restart, a second process, or a forgery: checked before it
 		// is believed (lives.go).
@@ -171,6 +179,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		return
 	}
 	if s != nil && m.learnVersions(now, s, a.Incarnation, a.Versions, a.Life) {
+		m.keepAliveProof(a)
 		return
 	}
 	if m.staleOrImplausible(s, StateAlive, a.Incarnation) {
@@ -210,6 +219,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 			return
 		}
 		s = m.addEntry(a.Name, addr, a.Meta, a.Versions, a.Life, StateAlive, a.Incarnation, now)
+		m.keepAliveProof(a)
 		m.dropTomb(a.Name)
 		m.ringInsert(now, s)
 		m.notePartition(now, false)
@@ -240,6 +250,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 	if changed || life != m.lifeOf(s) {
 		m.setIdentity(now, s, addr, a.Meta, a.Versions, life)
 	}
+	m.keepAliveProof(a)
 	m.version++
 	switch prev {
 	case StateAlive:
@@ -288,6 +299,9 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) (unknown bool) {
 		return m.tombByName[d.Name] == nil
 	}
 	if m.staleOrImplausible(s, StateSuspect, d.Incarnation) {
+		return false
+	}
+	if !m.accusationProven(now, accusal{name: d.Name, from: d.From, inc: d.Incarnation, life: d.Life}, d.Sig) {
 		return false
 	}
 	// Anchor where the accuser did (Geode: at the last moment the member
@@ -359,6 +373,25 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead, sender *memberState) {
 	if s == nil || m.staleOrImplausible(s, st, d.Incarnation) {
 		return
 	}
+	signedLeave := false
+	switch {
+	case !m.signing():
+	case d.Left && d.From == d.Name:
+		ok, signed := m.leaveProven(d, s)
+		if !ok {
+			return
+		}
+		signedLeave = signed
+	case d.Left:
+		// A leave is the member's own word; another's report of it
+		// counts as unsigned.
+		if m.sigs.mode == SignaturesRequired || m.boundKey(d.Name) != nil {
+			m.stats.ClaimsUnsigned++
+			return
+		}
+	case !m.accusationProven(now, accusal{name: d.Name, from: d.From, inc: d.Incarnation, life: d.Life, dead: true}, d.Sig):
+		return
+	}
 	if !s.live() {
 		// Already gone: a newer incarnation only updates the record (the
 		// member came back and went again while we were not looking), so
@@ -374,9 +407,10 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead, sender *memberState) {
 		m.declareDead(now, s, d.Incarnation, d.From, false)
 		return
 	}
-	if d.Left && sender == s && d.From == d.Name {
-		// The member's own word, from its own address: its leave
-		// notice (lifecycle.go), or its gossip as it leaves.
+	if d.Left && d.From == d.Name && (sender == s || signedLeave) {
+		// The member's own word: from its own address (its leave
+		// notice, lifecycle.go, or its gossip as it leaves), or signed
+		// by its key.
 		m.declareDead(now, s, d.Incarnation, d.From, true)
 		return
 	}
@@ -503,7 +537,7 @@ func (m *Machine) selfAlive() *wire.Alive { return m.aliveOf(m.self) }
 
 // aliveOf is the alive delta of s as this member knows it.
 func (m *Machine) aliveOf(s *memberState) *wire.Alive {
-	return &wire.Alive{
+	a := &wire.Alive{
 		Name:        m.nameOf(s),
 		Addr:        wire.EncodeAddr(m.addrOf(s)),
 		Incarnation: s.inc(),
@@ -511,6 +545,8 @@ func (m *Machine) aliveOf(s *memberState) *wire.Alive {
 		Versions:    m.versionsOf(s),
 		Life:        m.lifeOf(s),
 	}
+	m.proveAlive(s, a)
+	return a
 }
 
 // answerStale answers an accusation of s older than the alive we know of

@@ -123,7 +123,7 @@ type leaveNotice struct {
 
 // ownLeave is this member's leave, at its incarnation since it left.
 func (m *Machine) ownLeave() *wire.Dead {
-	return &wire.Dead{Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true, Life: m.life}
+	return m.proveDead(&wire.Dead{Name: m.selfName, Incarnation: m.self.inc(), From: m.selfName, Left: true, Life: m.life})
 }
 
 // sendLeaveNotice sends the notice seq to the member s: a ping with the

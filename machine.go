@@ -76,15 +76,7 @@ func (r *Ready) IsEmpty() bool {
 // addr. cfg is validated and must not be changed afterwards. rng is the only
 // source of randomness.
 func NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, now time.Time, opts ...MachineOption) (*Machine, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	m := &Machine{}
-	m.init(cfg, NewRegistry(), addr, rng, now)
-	for _, o := range opts {
-		o(m)
-	}
-	return m, nil
+	return NewRegistry().NewMachine(cfg, addr, rng, now, opts...)
 }
 
 // MachineOption sets a property of a Machine's driver rather than of the
@@ -195,6 +187,7 @@ type machineState struct {
 	conflictChecks map[uint32]netip.AddrPort
 	moves          map[string]*moveCheck // moves.go, by name
 	life           uint64                // this member's (lives.go)
+	sigs           signatures            // signed claims (signatures.go)
 	// members Admit refused a change of (Config.AdmitUpdates), held dead
 	// here and left out of push-pulls (admission.go)
 	refusedChanges    map[uint32]struct{}
@@ -294,6 +287,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.conflictChecks = make(map[uint32]netip.AddrPort)
 	m.moves = make(map[string]*moveCheck)
 	m.lives.init()
+	m.sigs.init(cfg)
 	m.refusedChanges = make(map[uint32]struct{})
 	m.newcomers.init()
 	m.conflictsReported = make(map[netip.AddrPort]bool)
@@ -719,6 +713,16 @@ func (m *Machine) queueOwnNews(name string, msg wire.Message) *broadcast {
 // queueDelta is queueBroadcast; lazy news (joinstorm.go) does not bring
 // the next gossip round forward.
 func (m *Machine) queueDelta(name string, msg wire.Message, lazy bool) *broadcast {
+	switch d := msg.(type) {
+	case *wire.Suspect:
+		if len(d.Sig) == 0 {
+			m.proveSuspect(d)
+		}
+	case *wire.Dead:
+		if len(d.Sig) == 0 {
+			m.proveDead(d)
+		}
+	}
 	frame, err := wire.AppendFrame(nil, msg)
 	if err != nil {
 		m.stats.EncodeErrors++
@@ -856,6 +860,13 @@ type Stats struct {
 	LifeChecks                 uint64 // claims of a new life of a member checked at both lives' addresses
 	LivesRefused               uint64 // claims of a new life dropped: the held life answered, the new one did not, or it was refused lately
 	LifeChecksDropped          uint64 // claims of another life not checked: too many checks in flight (the next copy is)
+	SignaturesMade             uint64 // claims this member signed: its own alives and leaves, its accusations (signatures.go)
+	SignaturesVerified         uint64 // signatures and certificates verified (each claim once)
+	ClaimsUnsigned             uint64 // claims about other members dropped for want of a signature
+	ClaimsForged               uint64 // claims dropped whose signature is not their member's (or accuser's)
+	KeyConflicts               uint64 // claims dropped that bring another key for a name held under one, for the same life
+	CertificatesRefused        uint64 // claims dropped whose certificate is missing, expired or from no trusted root
+	AccusationsLimited         uint64 // accusations dropped past their accuser's bound
 	RestartNoticesSent         uint64 // this member's alive sent to each member at a restart (lives.go)
 	AckPayloadsTooLarge        uint64 // Config.Pings payloads over MaxAckPayload, not sent
 	JoinsRefused               uint64 // joins (ours or a peer's) Config.AdmitJoin refused

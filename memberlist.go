@@ -3,6 +3,7 @@ package swim
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -216,6 +217,11 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 	c := *cfg
 	c.Meta = bytes.Clone(cfg.Meta)
+	if len(c.Identity) == 0 {
+		// A key per process: the name is bound to it on first use, and a
+		// restart under a new one is a restart (signatures.go).
+		_, c.Identity, _ = ed25519.GenerateKey(crand.Reader)
+	}
 	logger := c.Logger
 	if logger == nil {
 		logger = zap.NewNop()

@@ -3,12 +3,14 @@ package swim
 import (
 	"context"
 	"crypto/cipher"
+	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -253,4 +255,48 @@ func (ml *Memberlist) dialTLS(ctx context.Context, conn net.Conn, to netip.AddrP
 		return nil, fmt.Errorf("TLS handshake: %w", err)
 	}
 	return tc, nil
+}
+
+// SetSignatures changes whether this member signs its claims and requires
+// others' (see SignatureMode), at once: the steps of switching a running
+// cluster to signed claims one member at a time.
+func (ml *Memberlist) SetSignatures(mode SignatureMode) error {
+	var setErr error
+	if err := ml.input(func(now time.Time) { setErr = ml.machine.SetSignatures(now, mode) }); err != nil {
+		return err
+	}
+	return setErr
+}
+
+// Signatures returns the current signature mode.
+func (ml *Memberlist) Signatures() SignatureMode {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.Signatures()
+}
+
+// SetCertificate installs a renewed certificate for this member (see
+// Config.Certificate) and announces it at once.
+func (ml *Memberlist) SetCertificate(cert []byte) error {
+	var setErr error
+	if err := ml.input(func(now time.Time) { setErr = ml.machine.SetCertificate(now, cert) }); err != nil {
+		return err
+	}
+	return setErr
+}
+
+// IdentityKey returns this member's public identity key.
+func (ml *Memberlist) IdentityKey() ed25519.PublicKey {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.IdentityKey()
+}
+
+// AccusationsBy returns how many accusations by the member called name
+// this member took, and how many it dropped past that accuser's bound,
+// with signatures on.
+func (ml *Memberlist) AccusationsBy(name string) (taken, limited uint64) {
+	ml.mu.RLock()
+	defer ml.mu.RUnlock()
+	return ml.machine.AccusationsBy(name)
 }

@@ -145,7 +145,8 @@ func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPor
 // cloneAlive copies an alive out of the packet it may alias.
 func cloneAlive(a *wire.Alive) wire.Alive {
 	return wire.Alive{Name: a.Name, Addr: cloneBytes(a.Addr), Incarnation: a.Incarnation,
-		Meta: cloneBytes(a.Meta), Versions: a.Versions, Life: a.Life}
+		Meta: cloneBytes(a.Meta), Versions: a.Versions, Life: a.Life,
+		Key: cloneBytes(a.Key), Sig: cloneBytes(a.Sig), Cert: cloneBytes(a.Cert)}
 }
 
 // holdForNewcomer applies the sender's own entry of pp, a push-pull (data)

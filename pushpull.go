@@ -84,13 +84,20 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 		if tomb.left {
 			st = StateLeft
 		}
-		w.AddLife(tomb.name, tomb.addr, tomb.inc, uint8(st), nil, wire.Versions{}, tomb.life)
+		var sig []byte
+		if m.signing() && tomb.left {
+			sig = m.leaveSig(tomb.name, tomb.inc, tomb.life)
+		} else if m.signing() {
+			sig = m.accusationSig(accusal{name: tomb.name, from: m.selfName, inc: tomb.inc, life: tomb.life})
+		}
+		w.AddSigned(tomb.name, tomb.addr, tomb.inc, uint8(st), nil, wire.Versions{}, tomb.life, nil, sig, nil)
 	}
 	add := func(s *memberState) {
 		if _, out := m.refusedChanges[s.id]; out {
 			return // this member's policy, not news (Config.AdmitUpdates)
 		}
-		w.AddLife(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s), m.versionsOf(s), m.lifeOf(s))
+		key, sig, cert := m.entryProof(s)
+		w.AddSigned(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s), m.versionsOf(s), m.lifeOf(s), key, sig, cert)
 	}
 	// Deterministic order: self, the ring, then the dead list.
 	add(m.self)
@@ -115,6 +122,12 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) ([]byte, error) {
 	if wire.IsPushPull(req) {
 		peer, err := m.mergeState(now, req, mergePushPull, from)
+		var r *refusal
+		if errors.As(err, &r) {
+			// The joiner is told why, rather than finding its stream
+			// closed.
+			return encodeRefusal(r, len(req))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("swim: stream from %s: %w", from, err)
 		}
@@ -178,8 +191,14 @@ func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, er
 		if err := wire.CheckSmallStreamPacket(resp); err != nil {
 			return fmt.Errorf("swim: push-pull reply: %w", err)
 		}
-		if _, err := wire.DecodeStreamPacket(resp); err != nil {
+		msgs, err := wire.DecodeStreamPacket(resp)
+		if err != nil {
 			return fmt.Errorf("swim: push-pull reply: %w", err)
+		}
+		if len(msgs) == 1 {
+			if r, ok := msgs[0].(*wire.Refusal); ok {
+				return fmt.Errorf("%w: %s", ErrJoinRefused, r.Reason)
+			}
 		}
 		return errors.New("swim: push-pull reply: not a push-pull")
 	}
@@ -257,8 +276,16 @@ func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, pe
 		m.stats.PushPullsRefused++
 		return "", fmt.Errorf("swim: push-pull of %d members: %d large merges already in progress", pp.Count, len(m.merges))
 	}
+	if pp.Join && src == mergePushPull {
+		if err := m.joinerProven(now, pp); err != nil {
+			return "", err
+		}
+	}
 	if pp.Join || src == mergeJoin {
 		if err := m.admitJoin(pp); err != nil {
+			if src == mergePushPull {
+				return "", &refusal{"AdmitJoin: " + err.Error()}
+			}
 			return "", fmt.Errorf("swim: join refused by AdmitJoin: %w", err)
 		}
 	}
@@ -372,6 +399,7 @@ func (m *Machine) tickMerges(now time.Time) {
 // copy what they store).
 func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource, o origin) {
 	if s := m.lookupBytes(v.Name); s != nil && s != m.self && precedence(s.state(), s.inc(), State(v.State), v.Incarnation) == stale &&
+		(len(v.Sig) == 0 || !m.signing() || m.sigs.held[string(v.Name)] != nil) &&
 		(State(v.State) != StateAlive || !otherLife(m.lifeOf(s), v.Life)) &&
 		(State(v.State) != StateAlive || v.Versions == (wire.Versions{}) || v.Versions == m.versionsOf(s)) {
 		// Nothing the handlers below would act on: the common case of a
@@ -381,7 +409,8 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 	name := string(v.Name)
 	switch State(v.State) {
 	case StateAlive:
-		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta, Versions: v.Versions, Life: v.Life}, src, o)
+		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta, Versions: v.Versions, Life: v.Life,
+			Key: v.Key, Sig: v.Sig, Cert: v.Cert}, src, o)
 	case StateDead:
 		if name == m.selfName {
 			if v.Life == 0 || v.Life == m.life {
@@ -389,11 +418,16 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 			}
 			return
 		}
-		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from, Life: v.Life})
+		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from, Life: v.Life, Sig: v.Sig})
 	case StateSuspect:
-		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from, Life: v.Life})
+		m.handleSuspect(now, &wire.Suspect{Name: name, Incarnation: v.Incarnation, From: from, Life: v.Life, Sig: v.Sig})
 	case StateLeft:
-		m.handleDead(now, &wire.Dead{Name: name, Incarnation: v.Incarnation, From: from, Left: true, Life: v.Life}, nil)
+		// A signed leave is the member's own word, relayed.
+		by := from
+		if len(v.Sig) > 0 && m.signing() {
+			by = name
+		}
+		m.handleDead(now, &wire.Dead{Name: name, Incarnation: v.Incarnation, From: by, Left: true, Life: v.Life, Sig: v.Sig}, nil)
 	}
 }
 

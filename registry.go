@@ -108,6 +108,9 @@ func (r *Registry) NewMachine(cfg *Config, addr netip.AddrPort, rng *rand.Rand, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := machineSignatures(cfg, now); err != nil {
+		return nil, err
+	}
 	if r.versionsFull() {
 		return nil, ErrRegistryFull
 	}

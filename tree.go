@@ -844,8 +844,8 @@ func (m *Machine) treeTellNeighbors(now time.Time, s *memberState) {
 	if !found {
 		return
 	}
-	msg := &wire.Suspect{Name: m.nameOf(s), Incarnation: s.inc(), From: m.selfName, Life: m.lifeOf(s),
-		Silence: uint32(max(now.Sub(sp.start), 0) / time.Millisecond)}
+	msg := m.proveSuspect(&wire.Suspect{Name: m.nameOf(s), Incarnation: s.inc(), From: m.selfName, Life: m.lifeOf(s),
+		Silence: uint32(max(now.Sub(sp.start), 0) / time.Millisecond)})
 	var told [2 * treeRings]uint32
 	n := 0
 	for j := range keys {

@@ -138,6 +138,15 @@ var statSpecs = []statSpec{
 	{field: "LifeChecksDropped", name: "life_checks_dropped_total", help: "Claims of another life not checked because too many checks were in flight; the next copy is."},
 	{field: "RestartNoticesSent", name: "restart_notices_sent_total", help: "This member's alive sent directly to each member at a restart."},
 
+	// Signed claims.
+	{field: "SignaturesMade", name: "signatures_made_total", help: "Claims this member signed: its own alives and leaves, its accusations."},
+	{field: "SignaturesVerified", name: "signatures_verified_total", help: "Signatures and certificates verified, each claim once."},
+	{field: "ClaimsUnsigned", name: "claims_unsigned_total", help: "Claims about other members dropped for want of a signature."},
+	{field: "ClaimsForged", name: "claims_forged_total", help: "Claims dropped whose signature is not their member's or their accuser's."},
+	{field: "KeyConflicts", name: "key_conflicts_total", help: "Claims dropped that bring another key for a name held under one, for the same life."},
+	{field: "CertificatesRefused", name: "certificates_refused_total", help: "Claims dropped whose certificate is missing, expired or from no trusted root."},
+	{field: "AccusationsLimited", name: "accusations_limited_total", help: "Accusations dropped past their accuser's bound."},
+
 	// Streams and anti-entropy.
 	{field: "PushPulls", name: "push_pulls_total", help: "Push-pulls (full state exchanges over TCP) this member started: joins, periodic anti-entropy, reconnects and asks for missed members."},
 	{field: "PushPullsFailed", name: "push_pulls_failed_total", help: "Push-pulls this member started that failed."},

@@ -79,14 +79,20 @@ func (p *process) has(ev, node, state string) bool {
 }
 
 func (p *process) ready() (string, bool) {
+	l, ok := p.readyLine()
+	return l.Addr, ok
+}
+
+// readyLine returns the agent's ready line, if it printed it.
+func (p *process) readyLine() (line, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, l := range p.lines {
 		if l.Ev == "ready" {
-			return l.Addr, true
+			return l, true
 		}
 	}
-	return "", false
+	return line{}, false
 }
 
 // buildAgent compiles this command into a temporary directory.
@@ -389,4 +395,107 @@ func TestAgentLeaveOnTerm(t *testing.T) {
 	require.True(t, a.has("left", "a", ""), "a printed no left line")
 	require.Eventually(t, func() bool { return b.has("leave", "a", "left") }, waitLong, pollEvery, "b did not see a leave gracefully")
 	require.False(t, b.has("leave", "a", "dead"))
+}
+
+// TestAgentSignedCluster: the operator commands make a root, identities
+// and certificates; two agents started with them and -signatures required
+// join each other, and print their identity and mode; an agent certified
+// by another root is refused by both; a certificate for another name stops
+// an agent at start with status 2.
+func TestAgentSignedCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs processes")
+	}
+	bin := buildAgent(t)
+	dir := t.TempDir()
+	file := func(name string) string { return filepath.Join(dir, name) }
+	agent := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		require.NoError(t, err, "agent %q: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	agent("root", "-private", file("root.key"), "-public", file("root.pub"))
+	agent("root", "-private", file("other.key"), "-public", file("other.pub"))
+	keys := map[string]string{}
+	for _, n := range []string{"a", "b", "c"} {
+		keys[n] = agent("identity", file(n+".id"))
+		require.Equal(t, keys[n], agent("pubkey", file(n+".id")))
+	}
+	agent("cert", "-root", file("root.key"), "-name", "a", "-identity", file("a.id"), "-out", file("a.cert"))
+	agent("cert", "-root", file("root.key"), "-name", "b", "-key", keys["b"], "-out", file("b.cert"))
+	agent("cert", "-root", file("other.key"), "-name", "c", "-identity", file("c.id"), "-out", file("c.cert"), "-valid", "1h")
+	signed := func(name, root string) []string {
+		return []string{"-identity", file(name + ".id"), "-signatures", "required",
+			"-trusted-root", file(root + ".pub"), "-cert", file(name + ".cert")}
+	}
+
+	a, seed := startAgent(t, bin, "a", append(signed("a", "root"), "-http", "127.0.0.1:0")...)
+	b, _ := startAgent(t, bin, "b", append(signed("b", "root"), "-join", seed)...)
+	for _, p := range []*process{a, b} {
+		l, _ := p.readyLine()
+		require.Equal(t, keys[p.name], l.Identity, "%s: the ready line's identity", p.name)
+		require.Equal(t, "required", l.Signatures, p.name)
+	}
+	require.Eventually(t, func() bool { return a.has("join", "b", "") && b.has("join", "a", "") }, waitLong, pollEvery,
+		"agents certified by the same root did not see each other join")
+
+	var web string
+	require.Eventually(t, func() bool {
+		var ok bool
+		web, ok = a.httpAddr()
+		return ok
+	}, waitLong, pollEvery)
+	res, err := http.Get("http://" + web + "/members")
+	require.NoError(t, err)
+	var mv membersView
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&mv))
+	res.Body.Close()
+	require.Equal(t, "required", mv.Signatures)
+	require.Equal(t, keys["a"], mv.Identity)
+
+	// metric reads one counter of a's /metrics.
+	metric := func(name string) string {
+		res, err := http.Get("http://" + web + "/metrics")
+		require.NoError(t, err)
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err)
+		for l := range strings.SplitSeq(string(body), "\n") {
+			if v, ok := strings.CutPrefix(l, name+" "); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	require.NotContains(t, []string{"", "0"}, metric("swim_signatures_verified_total"), "a verified no signature")
+
+	// c holds a certificate of a root a and b do not trust: its claims
+	// are refused, and it never joins.
+	c, _ := startAgent(t, bin, "c", append(signed("c", "other"), "-join", seed)...)
+	require.Eventually(t, func() bool {
+		v := metric("swim_certificates_refused_total")
+		return v != "" && v != "0"
+	}, waitLong, pollEvery, "a refused no certificate")
+	require.False(t, a.has("join", "c", ""), "a took c, certified by a root it does not trust")
+
+	// A certificate for another name: status 2, naming the flag.
+	out, err := exec.Command(bin, append([]string{"-name", "d", "-port", "0"}, signed("a", "root")...)...).CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "%s", out)
+	require.Equal(t, 2, ee.ExitCode(), "%s", out)
+	require.Contains(t, string(out), `-cert: certificate is for another name or key: "a"`)
+
+	for _, p := range []*process{a, b, c} {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, p := range []*process{a, b, c} {
+		select {
+		case <-p.done:
+			require.NoError(t, p.err, "%s exit status", p.name)
+		case <-time.After(waitLong):
+			t.Fatalf("%s did not exit on SIGTERM", p.name)
+		}
+		require.False(t, p.has("garbage", "", ""), "stdout of %s holds a non-JSON line", p.name)
+	}
 }

@@ -47,6 +47,17 @@ type options struct {
 
 	httpAddr string // -http; "" for none
 
+	// Signed claims (signing.go).
+	identityFile string // -identity; "" for a key per process
+	signatures   swim.SignatureMode
+	roots        listFlag // -trusted-root: public key files
+	certFile     string   // -cert
+
+	// Set by config: whether it made the -identity file, and what to warn
+	// of once there is a logger.
+	identityMade bool
+	warnings     []string
+
 	loadRate float64 // -load-rate: broadcasts a second; 0 for none
 	loadSize int     // -load-size: payload bytes of each
 }
@@ -65,6 +76,10 @@ var flagOfField = map[string]string{
 	"ProbeTimeout":   "probe-timeout",
 	"Meta":           "meta",
 	"Label":          "label",
+	"Identity":       "identity",
+	"Signatures":     "signatures",
+	"TrustedRoots":   "trusted-root",
+	"Certificate":    "cert",
 }
 
 // parseFlags parses the command line; errors name the flag and match
@@ -74,6 +89,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: agent [flags]\n       agent identity|root|pubkey|cert ... (signing keys and certificates; each with -h)\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.name, "name", host, "member name, unique in the cluster")
 	fs.StringVar(&o.bind, "bind", "127.0.0.1", "IP address to listen on (UDP and TCP); 0.0.0.0 for every interface")
 	fs.IntVar(&o.port, "port", swim.DefaultPort, "port to listen on; 0 picks a free one")
@@ -93,6 +112,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.label, "label", "", "cluster label (at most 255 bytes): traffic with another label, or none, is dropped")
 	allow := fs.String("allow", "", "comma-separated networks (10.0.0.0/8) or addresses traffic may come from; empty allows all")
 	fs.StringVar(&o.httpAddr, "http", "", "serve the live page, /members, /events, /health and /metrics on this address (host:port; port 0 picks one); off when empty")
+	fs.StringVar(&o.identityFile, "identity", "", "file of this member's Ed25519 identity (base64 seed), made (mode 0600) when it does not exist, so the name keeps its key across restarts; empty: a new key each start")
+	signatures := fs.String("signatures", "off", "signed claims: off, sign or required (sign, then required, on every member in turn)")
+	fs.Var(&o.roots, "trusted-root", "file of a trusted root's public key (base64); repeat it, or separate files with commas, for several roots")
+	fs.StringVar(&o.certFile, "cert", "", "file of this member's certificate (base64, made by agent cert) from a -trusted-root, for -name and the -identity key")
 	fs.Float64Var(&o.loadRate, "load-rate", 0, "a test load: broadcasts a second this member sends (Broadcast, no key, -load-size bytes each), counted in a load line every 10s; 0 sends none")
 	fs.IntVar(&o.loadSize, "load-size", 100, "payload bytes of each -load-rate broadcast: at least 1, at most what one packet holds (about 1,300 bytes, less the name and label)")
 	if err := fs.Parse(args); err != nil {
@@ -106,14 +129,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	if err := o.check(*key, *plaintext, *allow); err != nil {
+	if err := o.check(*key, *plaintext, *allow, *signatures); err != nil {
 		return nil, usageErr(err)
 	}
 	return o, nil
 }
 
 // check validates what parseFlags read and decodes the flags that need it.
-func (o *options) check(key, plaintext, allow string) error {
+func (o *options) check(key, plaintext, allow, signatures string) error {
 	var err error
 	if o.keyFile != "" {
 		// One source of truth: the file is re-read on SIGHUP, and a flag
@@ -134,6 +157,9 @@ func (o *options) check(key, plaintext, allow string) error {
 	}
 	if o.plaintext != swim.PlaintextRefuse && len(o.keys) == 0 && o.keyFile == "" {
 		return fmt.Errorf("-plaintext %s needs -key: without a key there is nothing to migrate to", o.plaintext)
+	}
+	if o.signatures, err = swim.ParseSignatureMode(signatures); err != nil {
+		return fmt.Errorf("-signatures: %w", err)
 	}
 	if o.set["allow"] {
 		if o.allow, err = parseAllow(allow); err != nil {
@@ -223,14 +249,17 @@ func (o *options) config() (*swim.Config, error) {
 	if o.meta != "" {
 		cfg.Meta = []byte(o.meta)
 	}
+	if err := o.signing(cfg); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
-		var ce *swim.ConfigError
-		if errors.As(err, &ce) {
-			if f, ok := flagOfField[ce.Field]; ok {
-				return nil, usageErr(fmt.Errorf("-%s: %s %s", f, ce.Field, ce.Reason))
-			}
+		if ferr := flagError(err); ferr != nil {
+			return nil, ferr
 		}
 		return nil, usageErr(err)
+	}
+	if err := checkCertificate(cfg, time.Now()); err != nil {
+		return nil, err
 	}
 	// The largest broadcast depends on the name and label, so it is
 	// checked on the finished configuration, at start rather than at the
@@ -246,6 +275,20 @@ func (o *options) config() (*swim.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// flagError reports a *swim.ConfigError as an error of the flag that
+// sets its field; nil for other errors and fields no flag sets.
+func flagError(err error) error {
+	var ce *swim.ConfigError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	field, _, _ := strings.Cut(ce.Field, "[") // TrustedRoots[1]
+	if f, ok := flagOfField[field]; ok {
+		return usageErr(fmt.Errorf("-%s: %s %s", f, ce.Field, ce.Reason))
+	}
+	return nil
 }
 
 // metaLabels reads metadata written as key=value pairs separated by

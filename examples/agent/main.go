@@ -7,7 +7,8 @@
 //
 // "t" is the time in Unix nanoseconds; "ev" is one of
 //
-//	ready    this member listens (once, first; "addr" has the bound port)
+//	ready    this member listens (once, first; "addr" has the bound port,
+//	         "identity" its public key in base64, "signatures" its mode)
 //	http     the -http server listens ("addr", with the port it picked)
 //	join     a member was seen alive for the first time, or again
 //	leave    a member failed ("state":"dead") or left gracefully ("left")
@@ -35,6 +36,7 @@
 //	agent -name b -port 0 -join 127.0.0.1:7946
 //	agent -name c -keyfile /etc/swim/keys -label prod -allow 10.0.0.0/8
 //	agent -bind 0.0.0.0 -join swim.default.svc.cluster.local -http :8080
+//	agent identity|root|pubkey|cert ...   (signing keys and certificates, below)
 //
 // # Membership and timing
 //
@@ -108,6 +110,7 @@
 //	          last 100 events; it polls the two endpoints below every
 //	          second and loads nothing from elsewhere
 //	/members  that view as JSON: self, state, time, health {score, max},
+//	          signatures (this member's mode), identity (its public key),
 //	          members [{name, addr, state, incarnation, meta or meta_base64,
 //	          labels, rtt_ms, local}], suspicions [{name, incarnation, from,
 //	          confirmations, since, deadline, remaining_ms}]
@@ -168,10 +171,47 @@
 // traffic until every member took it (a new primary installed by the same
 // reload, or the old primary removed by it) is applied and logged as a
 // warning.
+//
+// # Signed claims
+//
+// With signatures on, a member signs what only it may say about itself
+// (its alive, its refutations, its leave) and its accusations, and checks
+// the others' (swim.SignatureMode). Every file below is one line of base64
+// (standard alphabet):
+//
+//	-identity FILE   this member's Ed25519 identity: the 32-byte seed. When
+//	                 FILE does not exist the agent makes a new identity and
+//	                 writes it there (mode 0600), so that the name keeps its
+//	                 key across restarts; without the flag the member makes
+//	                 a new key each time it starts
+//	-signatures MODE off (the default), sign or required
+//	                 (swim.SignatureMode): sign on every member, then
+//	                 required on every member, to switch a running cluster
+//	-trusted-root FILE  a root's 32-byte Ed25519 public key; repeat the flag,
+//	                 or separate files with commas, for several roots. With
+//	                 roots, a name is held only under the key a certificate
+//	                 of one of them binds it to
+//	-cert FILE       this member's certificate (swim.NewCertificate), from a
+//	                 trusted root, for -name and the -identity key; required
+//	                 with -trusted-root once signatures are on, checked at
+//	                 start in any mode
+//
+// Operator commands make those files and exit; none overwrites a key file:
+//
+//	agent identity FILE              make an identity file (0600); print its public key
+//	agent root -private F -public F  make a root key pair; print its public key
+//	agent pubkey FILE                print the public key of an identity or root private key file
+//	agent cert -root F -name NAME (-key KEY | -identity F) [-valid 720h] -out F
+//	                                 issue a certificate, valid from now for -valid
+//
+// A certificate is checked against each member's clock: issue the next one
+// well before -valid runs out, and restart the member with it.
 package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -222,6 +262,10 @@ type line struct {
 	Plaintext string   `json:"plaintext,omitempty"`
 	// Load is set on load lines only.
 	Load *loadCounts `json:"load,omitempty"`
+	// Identity (this member's public key, base64) and Signatures (the
+	// signature mode) are set on the ready line only.
+	Identity   string `json:"identity,omitempty"`
+	Signatures string `json:"signatures,omitempty"`
 }
 
 // printer writes lines to stdout. Events arrive on the Memberlist's
@@ -240,6 +284,11 @@ func (p *printer) print(l line) {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if cmd, ok := commands[args[0]]; ok {
+			return cmd(args[1:], stdout, stderr)
+		}
+	}
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -252,6 +301,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 	logger := newLogger(stderr, o.verbose)
 	defer func() { _ = logger.Sync() }()
 	cfg.Logger = logger
+	for _, w := range o.warnings {
+		logger.Warn(w)
+	}
+	if o.identityMade {
+		logger.Info("made a new identity", zap.String("path", o.identityFile),
+			zap.String("key", encodeKey(cfg.Identity.Public().(ed25519.PublicKey))))
+	}
+	if c, err := swim.ParseCertificate(cfg.Certificate); err == nil {
+		logger.Info("certificate", zap.String("path", o.certFile), zap.String("name", c.Name),
+			zap.Time("not_after", c.NotAfter), zap.String("root", hex.EncodeToString(c.Root[:])))
+	}
 
 	if o.keyFile != "" {
 		kf, err := readKeyFile(o.keyFile, func(msg string) { logger.Warn(msg) })
@@ -298,10 +358,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ml, err := swim.New(cfg)
 	if err != nil {
+		if ferr := flagError(err); ferr != nil {
+			return ferr
+		}
 		return err
 	}
 	local := ml.LocalMember()
-	out.print(line{Ev: "ready", Node: local.Name, Addr: local.Addr.String()})
+	out.print(line{Ev: "ready", Node: local.Name, Addr: local.Addr.String(),
+		Identity: encodeKey(ml.IdentityKey()), Signatures: ml.Signatures().String()})
 	printKeyring := func() {
 		out.print(line{Ev: "keyring", Node: local.Name, Keys: fingerprints(ml.ListKeys()), Plaintext: ml.Plaintext().String()})
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"embed"
 	"encoding/base64"
 	"encoding/json"
@@ -35,6 +36,8 @@ type member interface {
 	RTT(name string) (time.Duration, bool)
 	HealthScore() int
 	Suspicions() []swim.Suspicion
+	Signatures() swim.SignatureMode
+	IdentityKey() ed25519.PublicKey
 }
 
 var _ member = (*swim.Memberlist)(nil)
@@ -80,6 +83,8 @@ type membersView struct {
 	State      string          `json:"state"` // this member's
 	Time       time.Time       `json:"time"`  // of the view, by this member's clock
 	Health     healthView      `json:"health"`
+	Signatures string          `json:"signatures"`         // this member's mode: off, sign, required
+	Identity   string          `json:"identity,omitempty"` // this member's public key, base64
 	Members    []memberView    `json:"members"`
 	Suspicions []suspicionView `json:"suspicions"`
 }
@@ -125,6 +130,8 @@ func (w *web) members(rw http.ResponseWriter, _ *http.Request) {
 	v := membersView{
 		Self: self.Name, State: self.State.String(), Time: now,
 		Health:     healthView{Score: w.ml.HealthScore(), Max: w.healthMax},
+		Signatures: w.ml.Signatures().String(),
+		Identity:   encodeKey(w.ml.IdentityKey()),
 		Members:    make([]memberView, 0, len(all)),
 		Suspicions: []suspicionView{},
 	}

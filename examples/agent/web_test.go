@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -22,12 +25,16 @@ type fakeMember struct {
 	rtts       map[string]time.Duration
 	health     int
 	suspicions []swim.Suspicion
+	mode       swim.SignatureMode
+	key        ed25519.PublicKey
 }
 
 func (f *fakeMember) Snapshot() ([]swim.Member, uint64) { return f.members, 0 }
 func (f *fakeMember) LocalMember() swim.Member          { return f.self }
 func (f *fakeMember) HealthScore() int                  { return f.health }
 func (f *fakeMember) Suspicions() []swim.Suspicion      { return f.suspicions }
+func (f *fakeMember) Signatures() swim.SignatureMode    { return f.mode }
+func (f *fakeMember) IdentityKey() ed25519.PublicKey    { return f.key }
 func (f *fakeMember) RTT(name string) (time.Duration, bool) {
 	d, ok := f.rtts[name]
 	return d, ok
@@ -54,6 +61,8 @@ func newFakeWeb() (*web, *fakeMember) {
 		},
 		rtts:   map[string]time.Duration{"a": time.Millisecond, "b": 1500 * time.Microsecond},
 		health: 2,
+		mode:   swim.SignaturesSign,
+		key:    bytes.Repeat([]byte{7}, ed25519.PublicKeySize),
 		suspicions: []swim.Suspicion{{
 			Name: "b", Incarnation: 5, From: "c", Confirmations: 1,
 			Since: webNow.Add(-time.Second), Deadline: webNow.Add(2500 * time.Millisecond),
@@ -85,6 +94,8 @@ func TestMembersEndpoint(t *testing.T) {
 	require.Equal(t, "a", v.Self)
 	require.Equal(t, "alive", v.State)
 	require.Equal(t, healthView{Score: 2, Max: 7}, v.Health)
+	require.Equal(t, "sign", v.Signatures)
+	require.Equal(t, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)), v.Identity)
 	require.Len(t, v.Members, 3)
 	a, b, c := v.Members[0], v.Members[1], v.Members[2]
 	require.True(t, a.Local)

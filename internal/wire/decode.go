@@ -227,6 +227,10 @@ func decodeFrameInto(b []byte, m Message, skipped *int) error {
 		if d.err == nil {
 			m.Origin, _, _ = pack(origin, nil, nil)
 		}
+	case *Refusal:
+		n := d.arrayLen("", 1, math.MaxInt)
+		m.Reason = d.str("Reason", MaxRefusalLen)
+		d.skip("", n-1)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("", ErrTrailingBytes)
@@ -287,6 +291,8 @@ func newMessage(t Type) Message {
 		return new(Graft)
 	case TypePrune:
 		return new(Prune)
+	case TypeRefusal:
+		return new(Refusal)
 	}
 	return nil
 }
@@ -327,6 +333,8 @@ func newSingle(t Type) []Message {
 		return single[Graft]()
 	case TypePrune:
 		return single[Prune]()
+	case TypeRefusal:
+		return single[Refusal]()
 	}
 	return nil
 }
@@ -362,6 +370,7 @@ type slabs struct {
 	ihave    []IHave
 	graft    []Graft
 	prune    []Prune
+	refusal  []Refusal
 }
 
 // newSlabs counts the types of the n frames ahead of d (a copy: the real
@@ -401,6 +410,7 @@ func newSlabsCounted(counts [typeLast + 1]int, keep *slabs) slabs {
 		ihave:    slabOf(&keep.ihave, counts[TypeIHave]),
 		graft:    slabOf(&keep.graft, counts[TypeGraft]),
 		prune:    slabOf(&keep.prune, counts[TypePrune]),
+		refusal:  slabOf(&keep.refusal, counts[TypeRefusal]),
 	}
 }
 
@@ -467,6 +477,8 @@ func (s *slabs) next(t Type) Message {
 		return take(&s.graft)
 	case TypePrune:
 		return take(&s.prune)
+	case TypeRefusal:
+		return take(&s.refusal)
 	}
 	return nil
 }
@@ -556,12 +568,20 @@ func decodeAlive(d *decoder, m *Alive) {
 	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
 	m.Meta = d.bin("Meta", MaxMetaLen)
 	m.Versions, m.Life = Versions{}, 0
+	m.Key, m.Sig, m.Cert = nil, nil, nil
 	known := 4
 	if n >= 5 {
 		m.Versions, known = unpackVersions(d.uint("Versions", math.MaxUint32)), 5
 	}
 	if n >= 6 {
 		m.Life, known = d.uint("Life", math.MaxUint64), 6
+	}
+	if n >= 8 {
+		m.Key, m.Sig, known = d.bin("Key", KeyLen), d.bin("Sig", SigLen), 8
+		d.checkProof(m.Key, m.Sig)
+	}
+	if n >= 9 {
+		m.Cert, known = d.bin("Cert", MaxCertLen), 9
 	}
 	d.skip("", n-known)
 	if d.err == nil {
@@ -574,13 +594,17 @@ func decodeSuspect(d *decoder, m *Suspect) {
 	name := d.raw("Name", MaxNameLen, true)
 	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
 	from := d.raw("From", MaxNameLen, true)
-	m.Silence, m.Life = 0, 0
+	m.Silence, m.Life, m.Sig = 0, 0, nil
 	known := 3
 	if n >= 4 {
 		m.Silence, known = uint32(d.uint("Silence", math.MaxUint32)), 4
 	}
 	if n >= 5 {
 		m.Life, known = d.uint("Life", math.MaxUint64), 5
+	}
+	if n >= 6 {
+		m.Sig, known = d.bin("Sig", SigLen), 6
+		d.checkProof(nil, m.Sig)
 	}
 	d.skip("", n-known)
 	if d.err == nil {
@@ -594,10 +618,14 @@ func decodeDead(d *decoder, m *Dead) {
 	m.Incarnation = d.uint("Incarnation", math.MaxUint64)
 	from := d.raw("From", MaxNameLen, true)
 	m.Left = d.bool("Left")
-	m.Life = 0
+	m.Life, m.Sig = 0, nil
 	known := 4
 	if n >= 5 {
 		m.Life, known = d.uint("Life", math.MaxUint64), 5
+	}
+	if n >= 6 {
+		m.Sig, known = d.bin("Sig", SigLen), 6
+		d.checkProof(nil, m.Sig)
 	}
 	d.skip("", n-known)
 	if d.err == nil {
@@ -727,8 +755,16 @@ func decodePushPull(d *decoder, m *PushPull) {
 		if len(v.Meta) > 0 {
 			ms.Meta = append([]byte(nil), v.Meta...)
 		}
+		ms.Key, ms.Sig, ms.Cert = cloneNonEmpty(v.Key), cloneNonEmpty(v.Sig), cloneNonEmpty(v.Cert)
 	}
 	d.skip("", extra)
+}
+
+func cloneNonEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte(nil), b...)
 }
 
 // decodeCompound decodes a compound body into m (DecodeFrame only). The body

@@ -128,13 +128,17 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkMember(TypeAlive, "", m.Name, m.Addr, m.Meta); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 6)
+		if err := checkProof(TypeAlive, m.Key, m.Sig, m.Cert); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 6+proofFields(m.Key, m.Sig, m.Cert))
 		b = appendString(b, m.Name)
 		b = appendBin(b, m.Addr)
 		b = appendUint(b, m.Incarnation)
 		b = appendBin(b, m.Meta)
 		b = appendUint(b, m.Versions.pack())
-		return appendUint(b, m.Life), nil
+		b = appendUint(b, m.Life)
+		return appendProof(b, m.Key, m.Sig, m.Cert), nil
 
 	case *Suspect:
 		if m == nil {
@@ -143,12 +147,16 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkNames(TypeSuspect, "Name", m.Name, "From", m.From); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 5)
+		if err := checkProof(TypeSuspect, nil, m.Sig, nil); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 5+sigFields(m.Sig))
 		b = appendString(b, m.Name)
 		b = appendUint(b, m.Incarnation)
 		b = appendString(b, m.From)
 		b = appendUint(b, uint64(m.Silence))
-		return appendUint(b, m.Life), nil
+		b = appendUint(b, m.Life)
+		return appendSig(b, m.Sig), nil
 
 	case *Dead:
 		if m == nil {
@@ -157,12 +165,16 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		if err := checkNames(TypeDead, "Name", m.Name, "From", m.From); err != nil {
 			return b, err
 		}
-		b = appendArrayLen(b, 5)
+		if err := checkProof(TypeDead, nil, m.Sig, nil); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 5+sigFields(m.Sig))
 		b = appendString(b, m.Name)
 		b = appendUint(b, m.Incarnation)
 		b = appendString(b, m.From)
 		b = appendBool(b, m.Left)
-		return appendUint(b, m.Life), nil
+		b = appendUint(b, m.Life)
+		return appendSig(b, m.Sig), nil
 
 	case *PushPull:
 		if m == nil {
@@ -183,7 +195,10 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 			if err := checkMember(TypePushPull, "Members.", ms.Name, ms.Addr, ms.Meta); err != nil {
 				return b, err
 			}
-			b = appendMemberState(b, ms.Name, ms.Addr, ms.Incarnation, ms.State, ms.Meta, ms.Versions, ms.Life)
+			if err := checkProof(TypePushPull, ms.Key, ms.Sig, ms.Cert); err != nil {
+				return b, err
+			}
+			b = appendMemberState(b, ms.Name, ms.Addr, ms.Incarnation, ms.State, ms.Meta, ms.Versions, ms.Life, ms.Key, ms.Sig, ms.Cert)
 		}
 		return b, nil
 
@@ -305,6 +320,16 @@ func appendBody(b []byte, msg Message) ([]byte, error) {
 		}
 		return b, nil
 
+	case *Refusal:
+		if m == nil {
+			return b, errNilMessage
+		}
+		if err := checkLen(TypeRefusal, "Reason", len(m.Reason), MaxRefusalLen); err != nil {
+			return b, err
+		}
+		b = appendArrayLen(b, 1)
+		return appendString(b, m.Reason), nil
+
 	case *Prune:
 		if m == nil {
 			return b, errNilMessage
@@ -356,15 +381,65 @@ func checkNames(t Type, f1, s1, f2, s2 string) error {
 
 // appendMemberState appends one push-pull entry. The Versions, a field
 // that members predating versioning skip, come last.
-func appendMemberState(b []byte, name string, addr []byte, inc uint64, state uint8, meta []byte, v Versions, life uint64) []byte {
-	b = appendArrayLen(b, 7)
+func appendMemberState(b []byte, name string, addr []byte, inc uint64, state uint8, meta []byte, v Versions, life uint64, key, sig, cert []byte) []byte {
+	b = appendArrayLen(b, 7+proofFields(key, sig, cert))
 	b = appendString(b, name)
 	b = appendBin(b, addr)
 	b = appendUint(b, inc)
 	b = appendUint(b, uint64(state))
 	b = appendBin(b, meta)
 	b = appendUint(b, v.pack())
-	return appendUint(b, life)
+	b = appendUint(b, life)
+	return appendProof(b, key, sig, cert)
+}
+
+// proofFields is how many trailing fields a claim's key, signature and
+// certificate take: none when unsigned, Key and Sig, and Cert when set.
+func proofFields(key, sig, cert []byte) int {
+	switch {
+	case len(cert) > 0:
+		return 3
+	case len(key) > 0 || len(sig) > 0:
+		return 2
+	}
+	return 0
+}
+
+// appendProof appends the trailing fields proofFields counts.
+func appendProof(b, key, sig, cert []byte) []byte {
+	switch proofFields(key, sig, cert) {
+	case 3:
+		return appendBin(appendBin(appendBin(b, key), sig), cert)
+	case 2:
+		return appendBin(appendBin(b, key), sig)
+	}
+	return b
+}
+
+func sigFields(sig []byte) int {
+	if len(sig) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func appendSig(b, sig []byte) []byte {
+	if len(sig) > 0 {
+		return appendBin(b, sig)
+	}
+	return b
+}
+
+// checkProof checks that a key and a signature are empty or of their
+// size, and the certificate's length.
+func checkProof(t Type, key, sig, cert []byte) error {
+	switch {
+	case len(key) != 0 && len(key) != KeyLen:
+		return fmt.Errorf("wire: encode %v: Key of %d bytes, want %d: %w", t, len(key), KeyLen, ErrMalformed)
+	case len(sig) != 0 && len(sig) != SigLen:
+		return fmt.Errorf("wire: encode %v: Sig of %d bytes, want %d: %w", t, len(sig), SigLen, ErrMalformed)
+	}
+	return checkLen(t, "Cert", len(cert), MaxCertLen)
 }
 
 // checkMember checks the limits of the fields Alive and MemberState share.

@@ -92,6 +92,8 @@ func (t Type) String() string {
 		return "graft"
 	case TypePrune:
 		return "prune"
+	case TypeRefusal:
+		return "refusal"
 	}
 	return "Type(" + strconv.Itoa(int(t)) + ")"
 }

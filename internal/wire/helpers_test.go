@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"net/netip"
@@ -116,9 +117,31 @@ func protocol7Cases() []golden {
 	}
 }
 
+// protocol8Cases are the signed claims of ProtocolSigned. The key,
+// signature and certificate are fixed patterns: the codec does not read
+// them.
+func protocol8Cases() []golden {
+	const life = 1796171455000<<16 | 0x2f1d
+	key := bytes.Repeat([]byte{0x4b}, KeyLen)
+	sig := bytes.Repeat([]byte{0x53}, SigLen)
+	cert := bytes.Repeat([]byte{0x43}, 120)
+	v := Versions{ProtocolMin: 1, ProtocolMax: 8}
+	return []golden{
+		{"alive-signed", []Message{&Alive{Name: "node-00001", Addr: testAddr4, Incarnation: 1, Versions: v, Life: life, Key: key, Sig: sig}}},
+		{"alive-certified", []Message{&Alive{Name: "node-00001", Addr: testAddr4, Incarnation: 1, Versions: v, Life: life, Key: key, Sig: sig, Cert: cert}}},
+		{"suspect-signed", []Message{&Suspect{Name: "node-00001", Incarnation: 3, From: "node-00002", Silence: 700, Life: life, Sig: sig}}},
+		{"dead-signed", []Message{&Dead{Name: "node-00001", Incarnation: 4, From: "node-00001", Left: true, Life: life, Sig: sig}}},
+		{"refusal", []Message{&Refusal{Reason: "certificate expired"}}},
+		{"pushpull-signed", []Message{&PushPull{From: "node-00002", Members: []MemberState{
+			{Name: "node-00001", Addr: testAddr4, Incarnation: 1, Versions: v, Life: life, Key: key, Sig: sig, Cert: cert},
+			{Name: "node-00003", Addr: testAddr4, Incarnation: 2, State: 1, Versions: v, Life: life, Key: key, Sig: sig, Cert: cert},
+		}}}},
+	}
+}
+
 // allGoldenCases are the golden vectors of every protocol.
 func allGoldenCases() []golden {
-	return slices.Concat(goldenCases(), protocol3Cases(), protocol4Cases(), protocol6Cases(), protocol7Cases())
+	return slices.Concat(goldenCases(), protocol3Cases(), protocol4Cases(), protocol6Cases(), protocol7Cases(), protocol8Cases())
 }
 
 // encodeMessages encodes msgs as one packet the way a sender would: a plain

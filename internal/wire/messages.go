@@ -36,7 +36,7 @@ const (
 	// ProtocolMin is the oldest protocol this version speaks.
 	ProtocolMin uint8 = 1
 	// ProtocolMax is the newest protocol this version speaks.
-	ProtocolMax uint8 = 7
+	ProtocolMax uint8 = 8
 	// ProtocolUser is the first protocol with application data: User
 	// messages, Broadcasts and AckPayloads. None is sent to a peer that
 	// announced less.
@@ -63,6 +63,13 @@ const (
 	// ask for one (TargetLife). Older members skip the trailing fields
 	// and order claims by incarnation alone, as before.
 	ProtocolLife uint8 = 7
+	// ProtocolSigned is the first protocol with signed claims: an Alive
+	// and an alive push-pull entry may carry their member's public key
+	// and its signature (and a certificate for the name), a leave its
+	// member's signature, and a Suspect, a Dead and an accusing
+	// push-pull entry their accuser's, all as trailing fields that
+	// older members skip.
+	ProtocolSigned uint8 = 8
 )
 
 // Versions is the range of protocol versions a member speaks and the range
@@ -124,9 +131,11 @@ const (
 	TypeIHave Type = 15
 	TypeGraft Type = 16
 	TypePrune Type = 17
+	// From ProtocolSigned on.
+	TypeRefusal Type = 18
 
 	// typeLast is the highest type this version knows.
-	typeLast = TypePrune
+	typeLast = TypeRefusal
 )
 
 // Limits enforced by every decoder.
@@ -152,6 +161,12 @@ const (
 	MaxTreeIDs = 1024
 	// MaxGraftOrigins bounds the origins named in one Graft.
 	MaxGraftOrigins = 64
+	// KeyLen and SigLen are the sizes of an Ed25519 public key and
+	// signature; a Key or Sig field holds one or nothing.
+	KeyLen = 32
+	SigLen = 64
+	// MaxCertLen bounds a member certificate.
+	MaxCertLen = 512
 )
 
 // Message is implemented by every message type.
@@ -202,6 +217,11 @@ type Alive struct {
 	// Life identifies the member's process run under the name (0: not
 	// said, from a member before ProtocolLife or relayed through one).
 	Life uint64
+	// Key is the member's Ed25519 public key and Sig its signature of
+	// the claim (ProtocolSigned; empty when unsigned); Cert, when the
+	// cluster has an authority, is the certificate binding the name to
+	// Key. All three are written only when Key is set.
+	Key, Sig, Cert []byte
 }
 
 // Suspect says From suspects Name at Incarnation (SWIM §4.2).
@@ -218,6 +238,9 @@ type Suspect struct {
 	Silence uint32
 	// Life is the life of Name accused (0: not said).
 	Life uint64
+	// Sig is From's signature of the accusation (ProtocolSigned; written
+	// only when set). Silence is not signed: every relay restates it.
+	Sig []byte
 }
 
 // Dead says From declared Name dead at Incarnation; Left marks a graceful
@@ -228,6 +251,9 @@ type Dead struct {
 	From        string
 	Left        bool
 	Life        uint64 // the life of Name that died or left (0: not said)
+	// Sig is From's signature (ProtocolSigned; written only when set):
+	// of its accusation, or, for a leave, of the member's own word.
+	Sig []byte
 }
 
 // MemberState is one member's full state in a push-pull exchange.
@@ -239,6 +265,11 @@ type MemberState struct {
 	Meta        []byte
 	Versions    Versions // zero when not known
 	Life        uint64   // zero when not known
+	// Key, Sig and Cert are as in Alive for an alive entry; a left
+	// entry carries the member's signature of its leave, a suspect or
+	// dead one the sender's signature of its accusation, and no Key
+	// (ProtocolSigned; written only when Key or Sig is set).
+	Key, Sig, Cert []byte
 }
 
 // PushPull carries the sender's whole membership view (anti-entropy and join).
@@ -322,6 +353,17 @@ type Graft struct {
 	Origins []string
 }
 
+// Refusal answers a join on its stream, in place of the push-pull, when
+// the seed refuses it, saying why (a certificate expired, an application's
+// AdmitJoin), so that the joiner's Join fails with the reason rather than
+// a closed stream (ProtocolSigned; sent on streams only).
+type Refusal struct {
+	Reason string
+}
+
+// MaxRefusalLen bounds a Refusal's reason.
+const MaxRefusalLen = 255
+
 // Prune tells the receiver that the sender got a broadcast of Origin from
 // it that it already had: the link leaves the tree the broadcast travelled
 // along and carries that tree's announcements only (Plumtree §3.1). The
@@ -360,4 +402,5 @@ func (*ViewDigest) Type() Type { return TypeViewDigest }
 func (*IHave) Type() Type      { return TypeIHave }
 func (*Graft) Type() Type      { return TypeGraft }
 func (*Prune) Type() Type      { return TypePrune }
+func (*Refusal) Type() Type    { return TypeRefusal }
 func (u *Unknown) Type() Type  { return u.Kind }

@@ -364,6 +364,16 @@ func (d *decoder) bin(field string, max int) []byte {
 	return out
 }
 
+// checkProof fails unless key and sig are each empty or of their size.
+func (d *decoder) checkProof(key, sig []byte) {
+	switch {
+	case len(key) != 0 && len(key) != KeyLen:
+		d.failf("Key", ErrMalformed, "%d bytes, want %d", len(key), KeyLen)
+	case len(sig) != 0 && len(sig) != SigLen:
+		d.failf("Sig", ErrMalformed, "%d bytes, want %d", len(sig), SigLen)
+	}
+}
+
 // skip consumes n msgpack values of any kind: the fields a newer version
 // appended to a message. It walks the values iteratively with a count of
 // values still owed, so hostile nesting costs neither stack nor memory, and

@@ -49,6 +49,12 @@ func (w *PushPullWriter) Add(name string, addr netip.AddrPort, incarnation uint6
 
 // AddLife is Add for a member whose life is known.
 func (w *PushPullWriter) AddLife(name string, addr netip.AddrPort, incarnation uint64, state uint8, meta []byte, v Versions, life uint64) {
+	w.AddSigned(name, addr, incarnation, state, meta, v, life, nil, nil, nil)
+}
+
+// AddSigned is AddLife with the entry's key, signature and certificate
+// (see MemberState), each empty when not held.
+func (w *PushPullWriter) AddSigned(name string, addr netip.AddrPort, incarnation uint64, state uint8, meta []byte, v Versions, life uint64, key, sig, cert []byte) {
 	if w.err != nil {
 		return
 	}
@@ -56,14 +62,19 @@ func (w *PushPullWriter) AddLife(name string, addr netip.AddrPort, incarnation u
 		w.err = checkMember(TypePushPull, "Members.", name, nil, meta)
 		return
 	}
-	b := appendArrayLen(w.b, 7)
+	if err := checkProof(TypePushPull, key, sig, cert); err != nil {
+		w.err = err
+		return
+	}
+	b := appendArrayLen(w.b, 7+proofFields(key, sig, cert))
 	b = appendString(b, name)
 	b = appendAddr(b, addr)
 	b = appendUint(b, incarnation)
 	b = appendUint(b, uint64(state))
 	b = appendBin(b, meta)
 	b = appendUint(b, v.pack())
-	w.b = appendUint(b, life)
+	b = appendUint(b, life)
+	w.b = appendProof(b, key, sig, cert)
 	w.n++
 }
 
@@ -103,6 +114,8 @@ type MemberView struct {
 	Meta        []byte
 	Versions    Versions
 	Life        uint64
+	// Key, Sig and Cert are empty when the entry is unsigned.
+	Key, Sig, Cert []byte
 }
 
 // IsPushPull reports whether the stream packet b holds a single push-pull.
@@ -286,12 +299,20 @@ func decodeMemberView(d *decoder, v *MemberView) {
 		v.Meta = nil
 	}
 	v.Versions, v.Life = Versions{}, 0
+	v.Key, v.Sig, v.Cert = nil, nil, nil
 	known := 5
 	if k >= 6 {
 		v.Versions, known = unpackVersions(d.uint("Members.Versions", math.MaxUint32)), 6
 	}
 	if k >= 7 {
 		v.Life, known = d.uint("Members.Life", math.MaxUint64), 7
+	}
+	if k >= 9 {
+		v.Key, v.Sig, known = d.raw("Members.Key", KeyLen, false), d.raw("Members.Sig", SigLen, false), 9
+		d.checkProof(v.Key, v.Sig)
+	}
+	if k >= 10 {
+		v.Cert, known = d.raw("Members.Cert", MaxCertLen, false), 10
 	}
 	d.skip("Members", k-known)
 }

@@ -1,0 +1,384 @@
+package swim
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// mtKey is test peer i's identity key (0: the Machine under test's).
+func mtKey(i int) ed25519.PrivateKey {
+	seed := sha256.Sum256([]byte(fmt.Sprintf("identity of peer %d", i)))
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
+func mtPub(i int) ed25519.PublicKey { return mtKey(i).Public().(ed25519.PublicKey) }
+
+// mtForger is the key holder of the forgery tests: a member of the
+// cluster, with the cluster key and an identity of its own.
+const mtForger = 99
+
+var mtForgerAddr = netip.MustParseAddrPort("10.9.9.9:7946")
+
+// signedConfig is mtConfig with signatures in mode.
+func signedConfig(mode SignatureMode) *Config {
+	c := mtConfig()
+	c.Signatures = mode
+	if mode != SignaturesOff {
+		c.Identity = mtKey(0)
+	}
+	return c
+}
+
+// signAlive signs a as key's holder would (key's public key in it).
+func (h *mt) signAlive(a *wire.Alive, key ed25519.PrivateKey) *wire.Alive {
+	a.Key = key.Public().(ed25519.PublicKey)
+	a.Sig = ed25519.Sign(key, h.m.aliveClaim(a))
+	return a
+}
+
+// peerAlive is peer i's own alive at inc, life and addr, signed when sign.
+func (h *mt) peerAlive(i int, inc uint64, addr netip.AddrPort, meta []byte, sign bool) *wire.Alive {
+	a := lifeAlive(i, mtLife(i, 0), addr, inc)
+	a.Versions.ProtocolMax = wire.ProtocolSigned
+	a.Meta = meta
+	if sign {
+		h.signAlive(a, mtKey(i))
+	}
+	return a
+}
+
+// joinSignedPeers joins n peers through a seed whose view carries each
+// one's signed alive at incarnation 1.
+func (h *mt) joinSignedPeers(n int) {
+	h.t.Helper()
+	ms := make([]wire.MemberState, 0, n)
+	for i := 1; i <= n; i++ {
+		a := h.peerAlive(i, 1, mtPeerAddr(i), nil, h.m.signing())
+		ms = append(ms, wire.MemberState{Name: a.Name, Addr: a.Addr, Incarnation: a.Incarnation,
+			Versions: a.Versions, Life: a.Life, Key: a.Key, Sig: a.Sig})
+	}
+	h.join(ms...)
+	require.Equal(h.t, n+1, h.m.NumMembers())
+}
+
+// forgery is one claim a key holder makes about peer 3, and how the test
+// shows whether it took effect.
+type forgery struct {
+	name string
+	// forge feeds the forged claim; signed: the forger signs it with
+	// its own identity (as a member of a signing cluster would).
+	forge func(h *mt, signed bool)
+	// silent are the addresses that do not answer meanwhile.
+	silent map[netip.AddrPort]bool
+	// took reports whether the claim changed the Machine's view.
+	took func(h *mt, before Member) bool
+}
+
+func forgeries() []forgery {
+	p3 := mtPeer(3)
+	after := func(h *mt) Member { mb, _ := h.m.Member(p3); return mb }
+	forgedAlive := func(h *mt, signed bool, inc uint64, addr netip.AddrPort, meta []byte) {
+		a := h.peerAlive(3, inc, addr, meta, false)
+		if signed {
+			h.signAlive(a, mtKey(mtForger))
+		}
+		h.feed(mtForgerAddr, a)
+	}
+	return []forgery{
+		{
+			// The forger moves p3 to its own address while p3 is out
+			// of reach for a moment: the move check finds the forger
+			// answering at the new address and p3 silent at the old.
+			name:   "address",
+			forge:  func(h *mt, signed bool) { forgedAlive(h, signed, 2, mtForgerAddr, nil) },
+			silent: map[netip.AddrPort]bool{mtPeerAddr(3): true},
+			took:   func(h *mt, before Member) bool { return after(h).Addr != before.Addr },
+		},
+		{
+			name:  "metadata",
+			forge: func(h *mt, signed bool) { forgedAlive(h, signed, 2, mtPeerAddr(3), []byte("evil")) },
+			took:  func(h *mt, before Member) bool { return string(after(h).Meta) == "evil" },
+		},
+		{
+			// A leave in p3's name, from p3's own address (spoofed): a
+			// leave is final for the applications.
+			name: "leave",
+			forge: func(h *mt, signed bool) {
+				d := &wire.Dead{Name: p3, Incarnation: 1, From: p3, Left: true, Life: mtLife(3, 0)}
+				if signed {
+					d.Sig = ed25519.Sign(mtKey(mtForger), h.m.leaveClaim(p3, 1, mtLife(3, 0)))
+				}
+				h.feed(mtPeerAddr(3), d)
+			},
+			took: func(h *mt, before Member) bool { return after(h).State == StateLeft },
+		},
+		{
+			// An incarnation raised far ahead: p3's own refutations
+			// then lose to the forger's claims until it catches up.
+			name:  "incarnation",
+			forge: func(h *mt, signed bool) { forgedAlive(h, signed, 1<<31, mtPeerAddr(3), nil) },
+			took:  func(h *mt, before Member) bool { return after(h).Incarnation != before.Incarnation },
+		},
+	}
+}
+
+// A member holding the cluster key forges a claim of each kind about p3:
+// without signatures the claim takes effect; with them (unsigned, or
+// signed with the forger's own key) it is refused, counted and changes
+// nothing: no event about p3, p3 as before.
+func TestForgedClaimsRefused(t *testing.T) {
+	for _, f := range forgeries() {
+		t.Run(f.name, func(t *testing.T) {
+			t.Run("unsigned cluster: takes effect", func(t *testing.T) {
+				h := newMT(t, signedConfig(SignaturesOff))
+				h.joinSignedPeers(6)
+				before, _ := h.m.Member(mtPeer(3))
+				f.forge(h, false)
+				h.run(h.now.Add(2*h.cfg.ProbeInterval), f.silent)
+				require.True(t, f.took(h, before), "the forgery did not take effect: the test shows nothing")
+			})
+			for _, signed := range []bool{false, true} {
+				t.Run(fmt.Sprintf("signatures required, forger signs %v", signed), func(t *testing.T) {
+					h := newMT(t, signedConfig(SignaturesRequired))
+					h.joinSignedPeers(6)
+					before, _ := h.m.Member(mtPeer(3))
+					st := h.m.Stats()
+					f.forge(h, signed)
+					out := h.run(h.now.Add(2*h.cfg.ProbeInterval), f.silent)
+					require.False(t, f.took(h, before))
+					mb, _ := h.m.Member(mtPeer(3))
+					require.Equal(t, before.Addr, mb.Addr)
+					require.Equal(t, before.Incarnation, mb.Incarnation)
+					require.Equal(t, string(before.Meta), string(mb.Meta))
+					require.Equal(t, StateAlive, mb.State)
+					require.Empty(t, out.eventsAbout(mtPeer(3)))
+					after := h.m.Stats()
+					refused := after.ClaimsUnsigned + after.ClaimsForged + after.KeyConflicts -
+						st.ClaimsUnsigned - st.ClaimsForged - st.KeyConflicts
+					require.Equal(t, uint64(1), refused, "refused and counted once")
+				})
+			}
+		})
+	}
+}
+
+// The life: a key holder claims this member's name at an earlier life, at
+// its own address, and answers for that life. Without signatures this
+// member takes it for a second process started before it and yields its
+// name (it leaves); with them the claim, under a key that is not its own
+// and not from a seed it joined through, is dropped and counted, and it
+// keeps its name.
+func TestForgedEarlierLifeRefused(t *testing.T) {
+	forge := func(h *mt, signed bool) {
+		a := &wire.Alive{Name: mtSelf, Addr: wire.EncodeAddr(mtForgerAddr), Incarnation: 5,
+			Versions: wire.Versions{ProtocolMin: 1, ProtocolMax: wire.ProtocolSigned}, Life: 1}
+		if signed {
+			h.signAlive(a, mtKey(mtForger))
+		}
+		h.feed(mtPeerAddr(1), a)
+		h.run(h.now.Add(2*h.cfg.ProbeInterval), nil)
+	}
+	t.Run("unsigned cluster: yields", func(t *testing.T) {
+		h := newMT(t, signedConfig(SignaturesOff))
+		h.joinSignedPeers(4)
+		forge(h, false)
+		require.True(t, h.m.NameYielded(), "the forgery did not take effect: the test shows nothing")
+		require.Equal(t, StateLeft, h.m.LocalMember().State)
+	})
+	for _, signed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("signatures required, forger signs %v", signed), func(t *testing.T) {
+			h := newMT(t, signedConfig(SignaturesRequired))
+			h.joinSignedPeers(4)
+			forge(h, signed)
+			require.False(t, h.m.NameYielded())
+			require.Equal(t, StateAlive, h.m.LocalMember().State)
+			st := h.m.Stats()
+			require.Equal(t, uint64(1), st.ClaimsUnsigned+st.KeyConflicts)
+			require.Zero(t, st.NameConflicts)
+		})
+	}
+}
+
+// The member's own signed claims are taken, and relayed unchanged: its
+// new metadata, and its leave, which needs no check with it when signed.
+func TestSignedClaimsTakenAndRelayed(t *testing.T) {
+	h := newMT(t, signedConfig(SignaturesRequired))
+	h.joinSignedPeers(6)
+	a := h.peerAlive(3, 2, mtPeerAddr(3), []byte("v2"), true)
+	h.feed(mtPeerAddr(1), a)
+	mb, _ := h.m.Member(mtPeer(3))
+	require.Equal(t, "v2", string(mb.Meta))
+	relayed := false
+	for _, msg := range h.piggyback() {
+		if r, ok := msg.(*wire.Alive); ok && r.Name == mtPeer(3) {
+			require.Equal(t, a.Sig, r.Sig, "relayed with the member's signature")
+			require.Equal(t, a.Key, r.Key)
+			relayed = true
+		}
+	}
+	require.True(t, relayed)
+
+	verified := h.m.Stats().SignaturesVerified
+	h.feed(mtPeerAddr(2), a)
+	require.Equal(t, verified, h.m.Stats().SignaturesVerified, "a stale copy is not verified again")
+
+	d := &wire.Dead{Name: mtPeer(4), Incarnation: 1, From: mtPeer(4), Left: true, Life: mtLife(4, 0)}
+	d.Sig = ed25519.Sign(mtKey(4), h.m.leaveClaim(mtPeer(4), 1, mtLife(4, 0)))
+	h.feed(mtPeerAddr(1), d) // relayed by p1, not from p4's address
+	mb, _ = h.m.Member(mtPeer(4))
+	require.Equal(t, StateLeft, mb.State)
+	require.Zero(t, h.m.Stats().LeaveChecks, "a signed leave needs no check")
+}
+
+// Accusations are signed by their accuser: an unsigned one, or one whose
+// signature is not the accuser's, is dropped; each accuser's are counted
+// and bounded.
+func TestAccusationsAccountable(t *testing.T) {
+	h := newMT(t, signedConfig(SignaturesRequired))
+	h.joinSignedPeers(60)
+	accuse := func(name, from string, key ed25519.PrivateKey, life uint64) *wire.Suspect {
+		s := &wire.Suspect{Name: name, Incarnation: 1, From: from, Life: life}
+		if key != nil {
+			s.Sig = ed25519.Sign(key, h.m.accusationClaim(accusal{name: name, from: from, inc: 1, life: life}))
+		}
+		return s
+	}
+	h.feed(mtPeerAddr(1), accuse(mtPeer(3), mtPeer(1), nil, mtLife(3, 0)))
+	h.feed(mtPeerAddr(1), accuse(mtPeer(3), mtPeer(2), mtKey(1), mtLife(3, 0))) // p1 signs as p2
+	mb, _ := h.m.Member(mtPeer(3))
+	require.Equal(t, StateAlive, mb.State)
+	st := h.m.Stats()
+	require.Equal(t, uint64(1), st.ClaimsUnsigned)
+	require.Equal(t, uint64(1), st.ClaimsForged)
+
+	s := accuse(mtPeer(3), mtPeer(1), mtKey(1), mtLife(3, 0))
+	h.feed(mtPeerAddr(1), s)
+	mb, _ = h.m.Member(mtPeer(3))
+	require.Equal(t, StateSuspect, mb.State)
+	relayed := false
+	for _, msg := range h.piggyback() {
+		if r, ok := msg.(*wire.Suspect); ok && r.Name == mtPeer(3) {
+			require.Equal(t, mtPeer(1), r.From)
+			require.Equal(t, s.Sig, r.Sig, "relayed with the accuser's signature")
+			relayed = true
+		}
+	}
+	require.True(t, relayed)
+	h.feed(mtPeerAddr(2), s) // a copy
+	taken, limited := h.m.AccusationsBy(mtPeer(1))
+	require.Equal(t, uint64(1), taken)
+
+	// p1 accuses everyone at once: past its bound, dropped and counted.
+	for i := 4; i <= 60; i++ {
+		h.feed(mtPeerAddr(1), accuse(mtPeer(i), mtPeer(1), mtKey(1), mtLife(i, 0)))
+	}
+	taken, limited = h.m.AccusationsBy(mtPeer(1))
+	require.Equal(t, uint64(accuserBurst), taken)
+	require.Equal(t, uint64(57+1-accuserBurst), limited)
+	require.Equal(t, limited, h.m.Stats().AccusationsLimited)
+	// Refilled with time: one per probe interval.
+	h.tick(h.now.Add(3 * h.cfg.ProbeInterval))
+	h.feed(mtPeerAddr(1), accuse(mtPeer(60), mtPeer(1), mtKey(1), mtLife(60, 0)))
+	taken, _ = h.m.AccusationsBy(mtPeer(1))
+	require.Equal(t, uint64(accuserBurst+1), taken)
+}
+
+// With SignaturesSign, unsigned claims about members not known to sign
+// are taken (the members not switched yet), but not about one that signs.
+func TestSignModeTakesUnsignedFromUnswitched(t *testing.T) {
+	h := newMT(t, signedConfig(SignaturesSign))
+	ms := []wire.MemberState{}
+	for i := 1; i <= 4; i++ {
+		a := h.peerAlive(i, 1, mtPeerAddr(i), nil, i <= 2) // p1, p2 sign
+		ms = append(ms, wire.MemberState{Name: a.Name, Addr: a.Addr, Incarnation: 1, Versions: a.Versions, Life: a.Life, Key: a.Key, Sig: a.Sig})
+	}
+	h.join(ms...)
+	h.feed(mtPeerAddr(3), h.peerAlive(3, 2, mtPeerAddr(3), []byte("m"), false))
+	mb, _ := h.m.Member(mtPeer(3))
+	require.Equal(t, "m", string(mb.Meta), "an unswitched member's claim")
+	h.feed(mtPeerAddr(1), h.peerAlive(1, 2, mtPeerAddr(1), []byte("m"), false))
+	mb, _ = h.m.Member(mtPeer(1))
+	require.Empty(t, mb.Meta, "an unsigned claim about a member that signs")
+	require.Equal(t, uint64(1), h.m.Stats().ClaimsUnsigned)
+}
+
+// A restart under a fresh identity (a new life, a new key) is taken once
+// the held life no longer answers, and the name is bound to the new key.
+func TestRestartWithNewKey(t *testing.T) {
+	h := newMT(t, signedConfig(SignaturesRequired))
+	h.joinSignedPeers(4)
+	a := lifeAlive(3, mtLife(3, 1), mtPeerAddr(3), 0)
+	a.Versions.ProtocolMax = wire.ProtocolSigned
+	h.signAlive(a, mtKey(103))
+	h.feed(mtPeerAddr(3), a)
+	// The held life's ping goes unanswered; the new life's is answered.
+	for _, p := range h.ready().Packets {
+		for _, msg := range p.Msgs {
+			if ping, ok := msg.(*wire.Ping); ok && ping.Target == mtPeer(3) && ping.TargetLife == a.Life {
+				h.feed(mtPeerAddr(3), &wire.Ack{Seq: ping.Seq})
+			}
+		}
+	}
+	mb, _ := h.m.Member(mtPeer(3))
+	require.Equal(t, mtLife(3, 1), mb.Life)
+	require.Equal(t, []byte(mtPub(103)), h.m.boundKey(mtPeer(3)))
+}
+
+func TestSignaturesConfig(t *testing.T) {
+	c := signedConfig(SignaturesRequired)
+	c.Identity = nil
+	_, err := NewMachine(c, mtSelfAddr, nil, mtStart)
+	require.ErrorContains(t, err, "Identity")
+	c = signedConfig(SignaturesRequired)
+	c.Identity = c.Identity[:10]
+	require.ErrorContains(t, c.Validate(), "Identity")
+	c = signedConfig(SignaturesRequired)
+	c.Signatures = 7
+	require.ErrorContains(t, c.Validate(), "Signatures")
+	m, err := ParseSignatureMode("required")
+	require.NoError(t, err)
+	require.Equal(t, SignaturesRequired, m)
+	_, err = ParseSignatureMode("yes")
+	require.Error(t, err)
+}
+
+// BenchmarkSignedAlive: what signing, verifying and re-checking one alive
+// claim cost (go test -run '^$' -bench SignedAlive .).
+func BenchmarkSignedAlive(b *testing.B) {
+	m, err := NewMachine(signedConfig(SignaturesRequired), mtSelfAddr, nil, mtStart)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := lifeAlive(3, mtLife(3, 0), mtPeerAddr(3), 1)
+	a.Key = mtPub(3)
+	claim := bytes.Clone(m.aliveClaim(a))
+	a.Sig = ed25519.Sign(mtKey(3), claim)
+	b.Run("sign", func(b *testing.B) {
+		for b.Loop() {
+			m.sign(claim)
+		}
+	})
+	b.Run("verify", func(b *testing.B) {
+		for b.Loop() {
+			clear(m.sigs.verified)
+			if !m.verify(a.Key, m.aliveClaim(a), a.Sig) {
+				b.Fatal("not verified")
+			}
+		}
+	})
+	b.Run("verified copy", func(b *testing.B) {
+		for b.Loop() {
+			if !m.verify(a.Key, m.aliveClaim(a), a.Sig) {
+				b.Fatal("not verified")
+			}
+		}
+	})
+}
