@@ -132,7 +132,8 @@ scale:
 # only (it skips elsewhere); installs nftables/iproute2 if missing. Three
 # passes with the same cases, bounds and zero-false-death assertions, about
 # 5 minutes each: "plain", then "secure" (-chaos.secure: every agent with
-# one AES-256 key and a cluster label), then "load" (-chaos.load 10: every
+# one AES-256 key and a cluster label; -chaos.signed: signed claims
+# required, each agent under an identity of its own), then "load" (-chaos.load 10: every
 # agent broadcasting 10 messages of 100 bytes a second throughout, 320 a
 # second for the cluster of 32; plaintext). CHAOS_PASSES=secure runs one;
 # extra flags for every pass: make chaos CHAOS_FLAGS='-chaos.fault 120s'.
@@ -148,7 +149,7 @@ chaos:
 	  for pass in $(CHAOS_PASSES); do \
 	    case $$pass in \
 	      plain) flags= ;; \
-	      secure) flags=-chaos.secure ;; \
+	      secure) flags='-chaos.secure -chaos.signed' ;; \
 	      load) flags='-chaos.load 10' ;; \
 	      *) echo "chaos: unknown pass $$pass (want plain, secure or load)" >&2; exit 2 ;; \
 	    esac; \

@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -353,7 +355,7 @@ func TestSignaturesConfig(t *testing.T) {
 // BenchmarkSignedAlive: what signing, verifying and re-checking one alive
 // claim cost (go test -run '^$' -bench SignedAlive .).
 func BenchmarkSignedAlive(b *testing.B) {
-	m, err := NewMachine(signedConfig(SignaturesRequired), mtSelfAddr, nil, mtStart)
+	m, err := NewMachine(signedConfig(SignaturesRequired), mtSelfAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -381,4 +383,44 @@ func BenchmarkSignedAlive(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A certificate that expired by the seed's clock: the seed refuses the
+// join and says why, and the joiner's join fails with that reason; one
+// from a root the seed does not trust likewise. A certified joiner joins.
+func TestCertificateJoinRefusedAtTheSeed(t *testing.T) {
+	rootPub, root, _ := ed25519.GenerateKey(nil)
+	otherPub, other, _ := ed25519.GenerateKey(nil)
+	certified := func(name string, key int, issuer ed25519.PrivateKey, roots []ed25519.PublicKey, notAfter time.Time) *Config {
+		c := signedConfig(SignaturesRequired)
+		c.Name = name
+		c.Identity = mtKey(key)
+		c.TrustedRoots = roots
+		cert, err := NewCertificate(issuer, name, mtPub(key), notAfter)
+		require.NoError(t, err)
+		c.Certificate = cert
+		return c
+	}
+	trusted := []ed25519.PublicKey{rootPub}
+	seed, err := NewMachine(certified("seed", 1, root, trusted, mtStart.Add(24*time.Hour)), mtSeedAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
+	require.NoError(t, err)
+	join := func(cfg *Config, at time.Time) error {
+		j, err := NewMachine(cfg, mtSelfAddr, rand.New(rand.NewPCG(3, 4)), mtStart)
+		require.NoError(t, err)
+		ids := j.Join(at, []netip.AddrPort{mtSeedAddr})
+		require.Len(t, ids, 1)
+		req := j.Ready().Streams[0]
+		reply, err := seed.HandleStream(at, mtSelfAddr, req.Data)
+		require.NoError(t, err)
+		return j.HandleStreamResponse(at, ids[0], reply, nil)
+	}
+	err = join(certified("soon", 2, root, trusted, mtStart.Add(time.Hour)), mtStart.Add(2*time.Hour))
+	require.ErrorIs(t, err, ErrJoinRefused)
+	require.ErrorContains(t, err, `certificate of "soon": certificate expired at`)
+	err = join(certified("foreign", 3, other, []ed25519.PublicKey{rootPub, otherPub}, mtStart.Add(time.Hour)), mtStart)
+	require.ErrorIs(t, err, ErrJoinRefused)
+	require.ErrorContains(t, err, "not signed by a trusted root")
+	require.Equal(t, uint64(2), seed.Stats().CertificatesRefused)
+	require.Equal(t, 1, seed.NumMembers())
+	require.NoError(t, join(certified("good", 4, root, trusted, mtStart.Add(time.Hour)), mtStart))
 }

@@ -39,6 +39,8 @@ var (
 		"accusations of live members tolerated in each case that should draw none (a member of a loaded machine descheduled past a probe timeout)")
 	flagSecure = flag.Bool("chaos.secure", false,
 		"run every agent with encryption (one AES-256 key, new each run) and the cluster label "+secureLabel+"; the cases and bounds stay the same")
+	flagSigned = flag.Bool("chaos.signed", false,
+		"run every agent with signed claims required (-signatures required, an identity of its own per process); the cases and bounds stay the same")
 	flagLoad = flag.Float64("chaos.load", 0,
 		"broadcasts a second each agent sends throughout the run (the agents' -load-rate, payloads of 100 bytes), an application's load beside the cases; 0 for none; the cases and bounds stay the same")
 )
@@ -182,6 +184,10 @@ func (s *suite) report(format string, args ...any) {
 // the cases and their bounds are the same. `make chaos` runs the suite
 // both ways, and a third time plaintext under a broadcast load.
 //
+// With -chaos.signed every agent runs with -signatures required, under an
+// identity generated per process, and setup checks each agent's ready line
+// for the mode; `make chaos` runs its secure pass this way.
+//
 // With -chaos.load R every agent sends R broadcasts a second of 100 bytes
 // (-load-rate, -load-size) from its start to the end of the run, and
 // counts those delivered to it: setup waits until every agent reports
@@ -192,6 +198,9 @@ func TestChaos(t *testing.T) {
 	mode := "plaintext"
 	if *flagSecure {
 		mode = "encrypted, label " + secureLabel
+	}
+	if *flagSigned {
+		mode += ", signed claims required"
 	}
 	if *flagLoad > 0 {
 		mode += fmt.Sprintf(", broadcast load %g/s per agent of %d B", *flagLoad, loadSize)
@@ -284,6 +293,9 @@ func setup(t *testing.T) *suite {
 	if *flagLoad > 0 {
 		cc.LoadRate, cc.LoadSize = *flagLoad, loadSize
 	}
+	if *flagSigned {
+		cc.Signatures = swim.SignaturesRequired.String()
+	}
 
 	start = time.Now()
 	c, err := StartCluster(ns, cc, readyWithin)
@@ -310,6 +322,14 @@ func setup(t *testing.T) *suite {
 			require.Equal(t, swim.PlaintextRefuse.String(), kr.Plaintext, "%s's plaintext mode", a.Name)
 		}
 	}
+	if *flagSigned {
+		for _, a := range c.Agents {
+			rl, ok := c.ReadyLine(a)
+			require.True(t, ok, "%s printed no ready line", a.Name)
+			require.Equal(t, swim.SignaturesRequired.String(), rl.Signatures, "%s's signature mode", a.Name)
+			require.NotEmpty(t, rl.Identity, "%s's identity", a.Name)
+		}
+	}
 	s := &suite{c: c, cfg: cfg, live: slices.Clone(c.Agents)}
 	ok, why := s.waitConverged(convergeWithin)
 	require.True(t, ok, "the cluster did not form within %v: %s", convergeWithin, why)
@@ -317,6 +337,10 @@ func setup(t *testing.T) *suite {
 	t.Log(s.summary[len(s.summary)-1])
 	if *flagSecure {
 		s.report("setup: every agent's keyring holds the run's key (%s), primary, plaintext refused; label %s", Fingerprint(key), secureLabel)
+		t.Log(s.summary[len(s.summary)-1])
+	}
+	if *flagSigned {
+		s.report("setup: every agent signs its claims and requires the others' (signatures required), each under an identity of its own")
 		t.Log(s.summary[len(s.summary)-1])
 	}
 	if *flagLoad > 0 {

@@ -52,6 +52,9 @@ type ClusterConfig struct {
 	// them (TestUpgrade) start too.
 	LoadRate float64
 	LoadSize int
+	// Signatures is the agents' -signatures (off, sign or required); ""
+	// gives no flag, for agents built from a release without it.
+	Signatures string
 }
 
 // Agent is one agent process.
@@ -180,6 +183,9 @@ func (c *Cluster) start(a *Agent, bin, seed string) error {
 	if c.cfg.Label != "" {
 		args = append(args, "-label", c.cfg.Label)
 	}
+	if c.cfg.Signatures != "" {
+		args = append(args, "-signatures", c.cfg.Signatures)
+	}
 	if c.cfg.LoadRate > 0 {
 		args = append(args, "-load-rate", strconv.FormatFloat(c.cfg.LoadRate, 'g', -1, 64), "-load-size", strconv.Itoa(c.cfg.LoadSize))
 	}
@@ -238,6 +244,15 @@ func (c *Cluster) Keyring(a *Agent) (Line, bool) {
 func Fingerprint(key []byte) string {
 	sum := sha256.Sum256(key)
 	return hex.EncodeToString(sum[:8])
+}
+
+// ReadyLine returns a's last ready line.
+func (c *Cluster) ReadyLine(a *Agent) (Line, bool) {
+	lines := c.Log.Select(func(e Event) bool { return e.Observer == a.Name && e.Ev == "ready" })
+	if len(lines) == 0 {
+		return Line{}, false
+	}
+	return lines[len(lines)-1].Line, true
 }
 
 // ready reports whether a printed its ready line.

@@ -22,6 +22,10 @@ type Line struct {
 	// on keyring lines only.
 	Keys      []string `json:"keys,omitempty"`
 	Plaintext string   `json:"plaintext,omitempty"`
+	// Signatures (the mode) and Identity (the public key) are set on
+	// ready lines of agents that print them.
+	Signatures string `json:"signatures,omitempty"`
+	Identity   string `json:"identity,omitempty"`
 	// Load is set on load lines only (agents run with -load-rate).
 	Load *LoadCounts `json:"load,omitempty"`
 }
