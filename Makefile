@@ -287,6 +287,9 @@ scale-4096:
 # to 10 when memberlist's join takes its 2 minutes. Flags in PROCS_FLAGS
 # (see `cd internal/compare && go run ./procs -h`), e.g. a quick run:
 #   make procs PROCS_FLAGS='-n 8 -settle 5s -window 5s'
+# and swim with signed claims required beside it (a third library,
+# swim-signed, with the ratios signed/unsigned):
+#   make procs PROCS_FLAGS='-libs swim,swim-signed,memberlist'
 # The driver cleans up after itself (agents, namespace, builds); clean.sh
 # runs after it, pass or fail, for what a killed driver left behind.
 PROCS_FLAGS ?=

@@ -111,20 +111,23 @@ type row struct {
 	name   string
 	format string // of one value
 	value  func(*libResult) float64
+	// signed: the figure is among the steady state's that the report
+	// compares between swim-signed and swim.
+	signed bool
 }
 
 var rows = []row{
-	{"CPU, ms per member per s", "%.3f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.CPUms }) }},
-	{"bytes per member per s (IP+UDP/TCP headers)", "%.1f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.Bytes }) }},
-	{"packets per member per s", "%.2f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.Packets }) }},
+	{"CPU, ms per member per s", "%.3f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.CPUms }) }, true},
+	{"bytes per member per s (IP+UDP/TCP headers)", "%.1f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.Bytes }) }, true},
+	{"packets per member per s", "%.2f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.Packets }) }, true},
 	{"join through one seed, all see all, s", "%.2f", func(r *libResult) float64 {
 		if r.JoinNote != "" {
 			return math.NaN() // not converged: see the notes
 		}
 		return r.Join
-	}},
-	{"join, the median member sees all, s", "%.2f", func(r *libResult) float64 { return r.JoinMedian }},
-	{"RSS per member (median VmRSS), MiB", "%.1f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.RSSMiB }) }},
+	}, false},
+	{"join, the median member sees all, s", "%.2f", func(r *libResult) float64 { return r.JoinMedian }, false},
+	{"RSS per member (median VmRSS), MiB", "%.1f", func(r *libResult) float64 { return r.medianOf(func(w window) float64 { return w.RSSMiB }) }, true},
 }
 
 func printReport(out io.Writer, rep *report) {
@@ -136,9 +139,12 @@ func printReport(out io.Writer, rep *report) {
 		fmt.Fprintf(out, "medians over %d windows of %v.\n\n", rep.Windows, rep.Window)
 	}
 	swim, ml := find(rep.Libs, "swim"), find(rep.Libs, "memberlist")
+	signed := find(rep.Libs, "swim-signed")
 	steady := false
+	libWidth := 0
 	for _, r := range rep.Libs {
 		steady = steady || len(r.Windows) > 0
+		libWidth = max(libWidth, utf8.RuneCountInString(r.Lib))
 	}
 	nameWidth := 0
 	for _, rw := range rows {
@@ -170,6 +176,16 @@ func printReport(out io.Writer, rep *report) {
 		}
 		fmt.Fprintln(out, line)
 	}
+	// What signed claims cost: swim with signatures required against swim
+	// without, the same binary in the same run.
+	if steady && swim != nil && signed != nil {
+		fmt.Fprintln(out, "\nSigned claims required against none (swim-signed / swim):")
+		for _, rw := range rows {
+			if rw.signed {
+				fmt.Fprintf(out, "%-*s%s\n", nameWidth, rw.name, padLeft(ratio(rw.value(signed), rw.value(swim)), valueWidth))
+			}
+		}
+	}
 
 	printRestarts(out, rep)
 	if steady {
@@ -177,8 +193,8 @@ func printReport(out io.Writer, rep *report) {
 		fmt.Fprintln(out, "CPUs busy outside the agents + CPUs stolen by the hypervisor")
 		for _, r := range rep.Libs {
 			for i, w := range r.Windows {
-				fmt.Fprintf(out, "  %-10s  %d: %.3f / %.1f / %.2f; %.1f; %.2f + %.2f\n",
-					r.Lib, i+1, w.CPUms, w.Bytes, w.Packets, w.RSSMiB, w.OtherCores, w.StealCores)
+				fmt.Fprintf(out, "  %-*s  %d: %.3f / %.1f / %.2f; %.1f; %.2f + %.2f\n",
+					libWidth, r.Lib, i+1, w.CPUms, w.Bytes, w.Packets, w.RSSMiB, w.OtherCores, w.StealCores)
 			}
 		}
 	}
@@ -280,10 +296,12 @@ func readString(path string) string {
 
 // printRestarts prints the mass restarts' table, if there were any.
 func printRestarts(out io.Writer, rep *report) {
-	any := false
+	any, width := false, 10
 	for _, r := range rep.Libs {
 		any = any || r.Restart != nil
+		width = max(width, utf8.RuneCountInString(r.Lib))
 	}
+	indent := strings.Repeat(" ", width+3)
 	if !any {
 		return
 	}
@@ -298,12 +316,13 @@ func printRestarts(out io.Writer, rep *report) {
 		if !math.IsInf(x.Healed, 1) {
 			healed = fmt.Sprintf("%.2f s", x.Healed)
 		}
-		fmt.Fprintf(out, "  %-10s %d restarted in %.1f s; every agent sees %d: %s after the last restart; held %v: %v;\n"+
-			"             deaths reported of a member whose new process ran: %d (%d members; %d a second or more after its restart);\n"+
-			"             restarts told (the member reported alive or restarted after its new process started): %d of %d\n",
-			r.Lib, x.Restarted, x.Span, rep.N, healed, rep.Hold, x.Held, x.Deaths, x.DeadMembers, x.DeathsLate, x.Told, x.Pairs)
+		fmt.Fprintf(out, "  %-*s %d restarted in %.1f s; every agent sees %d: %s after the last restart; held %v: %v;\n"+
+			"%sdeaths reported of a member whose new process ran: %d (%d members; %d a second or more after its restart);\n"+
+			"%srestarts told (the member reported alive or restarted after its new process started): %d of %d\n",
+			width, r.Lib, x.Restarted, x.Span, rep.N, healed, rep.Hold, x.Held,
+			indent, x.Deaths, x.DeadMembers, x.DeathsLate, indent, x.Told, x.Pairs)
 		if len(x.Short) > 0 {
-			fmt.Fprintf(out, "             short at the end: %s\n", strings.Join(x.Short, ", "))
+			fmt.Fprintf(out, "%sshort at the end: %s\n", indent, strings.Join(x.Short, ", "))
 		}
 	}
 }

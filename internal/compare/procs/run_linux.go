@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -78,17 +79,21 @@ func run(ctx context.Context, o *options) (rep *report, err error) {
 		defer logf("agents' logs kept in %s", logDir)
 	}
 	// Build every agent before any runs, so that no build competes with
-	// a measurement.
-	bins := map[string]string{}
-	for _, lib := range o.libs {
-		logf("building the %s agent", lib)
-		bin := filepath.Join(dir, lib+"-agent")
+	// a measurement; once per package (swim and swim-signed share theirs).
+	bins := map[string]string{} // by package
+	for _, name := range o.libs {
+		pkg := libs[name].pkg
+		if bins[pkg] != "" {
+			continue
+		}
+		logf("building %s", path.Base(pkg))
+		bin := filepath.Join(dir, path.Base(pkg))
 		// By package path: the working directory must be in the
 		// internal/compare module, as it is under make procs and go run.
-		if out, err := exec.CommandContext(ctx, o.goCmd, "build", "-o", bin, libs[lib]).CombinedOutput(); err != nil {
-			return rep, fmt.Errorf("go build %s (run from internal/compare): %w: %s", libs[lib], err, bytes.TrimSpace(out))
+		if out, err := exec.CommandContext(ctx, o.goCmd, "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			return rep, fmt.Errorf("go build %s (run from internal/compare): %w: %s", pkg, err, bytes.TrimSpace(out))
 		}
-		bins[lib] = bin
+		bins[pkg] = bin
 	}
 
 	ns, err := chaos.NewNamespace()
@@ -105,10 +110,10 @@ func run(ctx context.Context, o *options) (rep *report, err error) {
 	}
 	logf("namespace %s; its loopback counts %d bytes per packet beyond the IP packet", ns.Name, rep.LinkHeader)
 
-	for k, lib := range o.libs {
-		r, err := runLib(ctx, ns, o, lib, bins[lib], o.basePort+k*portSpan, logDir, rep.LinkHeader)
+	for k, name := range o.libs {
+		r, err := runLib(ctx, ns, o, name, bins[libs[name].pkg], o.basePort+k*portSpan, logDir, rep.LinkHeader)
 		if err != nil {
-			return rep, fmt.Errorf("%s: %w", lib, err)
+			return rep, fmt.Errorf("%s: %w", name, err)
 		}
 		rep.Libs = append(rep.Libs, r)
 	}
@@ -171,6 +176,7 @@ type proc struct {
 // cluster is one library's agents.
 type cluster struct {
 	n       int
+	env     []string // what each agent's environment adds (the library's)
 	procs   []*proc
 	mu      sync.Mutex
 	changes int         // live lines received
@@ -189,7 +195,7 @@ type downEvent struct {
 // state.
 func runLib(ctx context.Context, ns *chaos.Namespace, o *options, lib, bin string, basePort int, logDir string, linkHeader int) (libResult, error) {
 	res := libResult{Lib: lib}
-	c := &cluster{n: o.n}
+	c := &cluster{n: o.n, env: libs[lib].env}
 	defer c.kill()
 	logf("%s: starting %d agents", lib, o.n)
 	for i := range o.n {
@@ -313,7 +319,7 @@ func (c *cluster) start(ns *chaos.Namespace, bin, name string, port int, logDir 
 		done: make(chan struct{}),
 	}
 	cmd := ns.Command(bin, "-name", name, "-bind", "127.0.0.1", "-port", strconv.Itoa(port))
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Env = append(append(os.Environ(), "GOMAXPROCS=1"), c.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// ip netns exec execs the agent, which keeps the signal: if the
 		// driver dies without cleaning up, its agents die with it.

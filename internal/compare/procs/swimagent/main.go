@@ -2,14 +2,24 @@
 // member with swim.DefaultLANConfig, no logger (swim's default: nothing is
 // logged), on the address and port it is given. See package agent for its
 // protocol and ../main.go for the driver that runs it.
+//
+// SWIMAGENT_SIGNATURES in its environment sets Config.Signatures (off, sign
+// or required; off when unset): the driver's swim-signed runs this binary
+// with required. The identity is the one swim.New generates for each
+// process.
 package main
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/swim-go/swim"
 	"github.com/swim-go/swim/internal/compare/procs/agent"
 )
+
+// signaturesEnv names the environment variable that sets Config.Signatures.
+const signaturesEnv = "SWIMAGENT_SIGNATURES"
 
 func main() {
 	agent.Main(func(c agent.Config, live *agent.Live) (agent.Member, error) {
@@ -17,6 +27,13 @@ func main() {
 		cfg.Name = c.Name
 		cfg.BindAddr = c.Bind
 		cfg.BindPort = c.Port
+		if s := os.Getenv(signaturesEnv); s != "" {
+			mode, err := swim.ParseSignatureMode(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", signaturesEnv, err)
+			}
+			cfg.Signatures = mode
+		}
 		cfg.Events = swim.EventFunc(func(e swim.Event) {
 			switch e.Kind {
 			case swim.EventJoin:
