@@ -192,7 +192,7 @@ func TestAdmitUpdates(t *testing.T) {
 					}
 				}
 			}
-			state, err := h.m.encodeState(false, mtPeer(1))
+			state, err := h.m.encodeState(false, mtPeer(1), peerView{})
 			require.NoError(t, err)
 			pp, err := wire.ParsePushPull(state)
 			require.NoError(t, err)

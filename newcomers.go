@@ -65,6 +65,9 @@ type origin struct {
 	// sender is the name the push-pull came in.
 	stream bool
 	sender string
+	// signer: the push-pull's sender signs its own entry, and so leaves
+	// out the proofs of entries it deems known (signatures.go).
+	signer bool
 }
 
 // vouched is the origin of news no stranger can have passed on.

@@ -20,7 +20,8 @@ func (m *Machine) startPushPull(now time.Time, to netip.AddrPort, kind streamKin
 // startPushPullWith is startPushPull to the member named peer, whose
 // tombstone, if we hold one, the exchange carries (see encodeState).
 func (m *Machine) startPushPullWith(now time.Time, to netip.AddrPort, kind streamKind, peer string) (uint64, bool) {
-	data, err := m.encodeState(kind == streamJoin, peer)
+	m.sigs.exchanges++
+	data, err := m.encodeState(kind == streamJoin, peer, peerView{})
 	if err != nil {
 		m.stats.EncodeErrors++
 		return 0, false
@@ -69,7 +70,7 @@ var errStreamExpired = errors.New("swim: stream request expired unanswered")
 // was declared dead and forgotten (a partition, or a restart under the
 // same name) learns it, and refutes, and its refutation is newer than the
 // tombstones that would otherwise keep its news out.
-func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
+func (m *Machine) encodeState(join bool, peer string, theirs peerView) ([]byte, error) {
 	tomb := m.tombByName[peer]
 	if tomb != nil && m.lookup(peer) != nil {
 		tomb = nil
@@ -85,9 +86,11 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 			st = StateLeft
 		}
 		var sig []byte
-		if m.signing() && tomb.left {
+		switch {
+		case !m.signing():
+		case tomb.left:
 			sig = m.leaveSig(tomb.name, tomb.inc, tomb.life)
-		} else if m.signing() {
+		default:
 			sig = m.accusationSig(accusal{name: tomb.name, from: m.selfName, inc: tomb.inc, life: tomb.life})
 		}
 		w.AddSigned(tomb.name, tomb.addr, tomb.inc, uint8(st), nil, wire.Versions{}, tomb.life, nil, sig, nil)
@@ -96,7 +99,10 @@ func (m *Machine) encodeState(join bool, peer string) ([]byte, error) {
 		if _, out := m.refusedChanges[s.id]; out {
 			return // this member's policy, not news (Config.AdmitUpdates)
 		}
-		key, sig, cert := m.entryProof(s)
+		var key, sig, cert []byte
+		if m.signing() && m.proofWanted(s, join, theirs) {
+			key, sig, cert = m.entryProof(s)
+		}
 		w.AddSigned(m.nameOf(s), m.addrOf(s), s.inc(), uint8(s.state()), m.metaOf(s), m.versionsOf(s), m.lifeOf(s), key, sig, cert)
 	}
 	// Deterministic order: self, the ring, then the dead list.
@@ -133,7 +139,7 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 		}
 		// The reply is built once our own entry was merged, so a
 		// refutation the request provoked travels back at once.
-		reply, err := m.encodeState(false, peer)
+		reply, err := m.encodeState(false, peer, m.peerView(req))
 		if err != nil {
 			m.stats.EncodeErrors++
 			return nil, err
@@ -310,6 +316,7 @@ func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, pe
 		}
 		o = m.pushPullOrigin(pp.From, peer, src)
 	}
+	o.signer = m.signing() && senderSigns(pp)
 	mg := &pendingMerge{cursor: pp.Cursor(), from: pp.From, src: src, origin: o}
 	if !m.mergeSome(now, mg, mergeSlice) {
 		m.merges = append(m.merges, mg)
@@ -404,6 +411,12 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 		(State(v.State) != StateAlive || v.Versions == (wire.Versions{}) || v.Versions == m.versionsOf(s)) {
 		// Nothing the handlers below would act on: the common case of a
 		// periodic exchange, skipped before building a delta.
+		return
+	}
+	if o.signer && len(v.Sig) == 0 {
+		// A proof the sender left out: it deemed the news known here.
+		// Missed news comes with its proof in the reply to this
+		// member's own next exchange (signatures.go).
 		return
 	}
 	name := string(v.Name)

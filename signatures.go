@@ -143,6 +143,9 @@ type signatures struct {
 	own      wire.Alive
 	accusers map[string]*accuser
 	buf      []byte
+	// exchanges counts the push-pulls this member started; ownAt is its
+	// count when this member's alive was last signed (see proofWanted).
+	exchanges, ownAt uint64
 }
 
 // heldProof is what is held about one name: the key it is bound to, the
@@ -154,6 +157,8 @@ type heldProof struct {
 	alive    wire.Alive
 	leave    []byte
 	leaveInc uint64
+	at       uint64 // signatures.exchanges when the last proof was kept
+	boundAt  uint64 // ... and when the key was bound
 }
 
 // accusal identifies one accusation: by whom, of whom, at which
@@ -207,8 +212,11 @@ func (m *Machine) SetSignatures(now time.Time, mode SignatureMode) error {
 	m.sigs.mode = mode
 	if was == SignaturesOff && mode != SignaturesOff {
 		// Tell the cluster this member's key at once: members that bind
-		// names on first use learn it from its own word.
+		// names on first use learn it from its own word. And exchange
+		// state soon: the members that just bound it answer with every
+		// proof they hold (proofWanted), so it binds theirs.
 		m.broadcastSelfAlive()
+		m.scheduleFollowUps(now)
 	}
 	return nil
 }
@@ -378,9 +386,13 @@ func (m *Machine) keepAliveProof(a *wire.Alive) {
 		return
 	}
 	p := m.heldOf(a.Name)
+	if !bytes.Equal(p.key, a.Key) {
+		p.boundAt = m.sigs.exchanges
+	}
 	p.key = bytes.Clone(a.Key)
 	p.cert = bytes.Clone(a.Cert)
 	p.alive = cloneAlive(a)
+	p.at = m.sigs.exchanges
 }
 
 func (m *Machine) heldOf(name string) *heldProof {
@@ -410,6 +422,7 @@ func (m *Machine) proveAlive(s *memberState, a *wire.Alive) {
 			*o = cloneAlive(a)
 			o.Key, o.Cert = m.sigs.pub, m.sigs.cert
 			o.Sig = m.sign(m.aliveClaim(o))
+			m.sigs.ownAt = m.sigs.exchanges
 		}
 		a.Key, a.Sig, a.Cert = o.Key, o.Sig, o.Cert
 		return
@@ -445,7 +458,7 @@ func (m *Machine) leaveProven(d *wire.Dead, s *memberState) (ok, signed bool) {
 		return false, false
 	}
 	p := m.heldOf(d.Name)
-	p.leave, p.leaveInc = bytes.Clone(d.Sig), d.Incarnation
+	p.leave, p.leaveInc, p.at = bytes.Clone(d.Sig), d.Incarnation, m.sigs.exchanges
 	return true, true
 }
 
@@ -729,4 +742,90 @@ func encodeRefusal(r *refusal, limit int) ([]byte, error) {
 	reason := r.reason
 	reason = reason[:min(len(reason), wire.MaxRefusalLen, max(limit-8, 0))]
 	return wire.AppendPacket(nil, &wire.Refusal{Reason: reason})
+}
+
+// peerView is what a push-pull request said of each member: enough to
+// tell which of this member's entries the requester lacks (entries; nil
+// for this member's own requests). full: the requester started signing
+// lately, and binds the keys of the names it holds from the proofs of the
+// reply.
+type peerView struct {
+	entries map[string]peerEntry
+	full    bool
+}
+
+type peerEntry struct {
+	inc, life uint64
+	state     State
+}
+
+// peerView reads the view of the push-pull request req (nil when not
+// signing: no entry then carries a proof).
+func (m *Machine) peerView(req []byte) peerView {
+	if !m.signing() {
+		return peerView{}
+	}
+	pp, err := wire.ParsePushPullLimit(req, m.cfg.MaxMembers)
+	if err != nil {
+		return peerView{full: true}
+	}
+	v := peerView{entries: make(map[string]peerEntry, pp.Count)}
+	var mv wire.MemberView
+	for c := pp.Cursor(); c.Next(&mv); {
+		v.entries[string(mv.Name)] = peerEntry{inc: mv.Incarnation, life: mv.Life, state: State(mv.State)}
+	}
+	// Its key bound here lately (the request itself may have bound it):
+	// it turned signatures on, or joined, lately.
+	if p := m.sigs.held[pp.From]; p != nil && m.sigs.exchanges-p.boundAt < proofRecent {
+		v.full = true
+	}
+	return v
+}
+
+// proofRecent is how many of its own push-pulls a member sends a claim's
+// proof in after it took the claim: news still spreading.
+const proofRecent = 2
+
+// proofWanted reports whether s's push-pull entry carries its proof (key,
+// signature, certificate), which is most of an entry's size. A proof is
+// what lets a member take news it missed; an entry the peer holds already
+// needs none, and is dropped unverified. So: in a join, where the peer
+// holds nothing yet; in a reply, where the requester's view (theirs)
+// lacks the entry or holds an older one; in a request, for claims taken
+// in this member's last proofRecent exchanges, and for suspicions. A
+// member behind on an older claim gets its proof in the reply to its own
+// next exchange.
+func (m *Machine) proofWanted(s *memberState, join bool, theirs peerView) bool {
+	if join || s == m.self || theirs.full {
+		return true // this member's own entry says it signs (senderSigns)
+	}
+	name := m.nameOf(s)
+	if theirs.entries != nil {
+		e, ok := theirs.entries[name]
+		return !ok || otherLife(e.life, m.lifeOf(s)) || precedence(e.state, e.inc, s.state(), s.inc()) == supersedes
+	}
+	at := m.sigs.ownAt
+	if s != m.self {
+		if s.state() == StateSuspect {
+			return true
+		}
+		p := m.sigs.held[name]
+		if p == nil {
+			return false
+		}
+		at = p.at
+	}
+	return m.sigs.exchanges-at < proofRecent
+}
+
+// senderSigns reports whether the push-pull pp's sender signed its own
+// entry.
+func senderSigns(pp *wire.PushPullView) bool {
+	var v wire.MemberView
+	for c := pp.Cursor(); c.Next(&v); {
+		if string(v.Name) == pp.From {
+			return len(v.Sig) > 0
+		}
+	}
+	return false
 }

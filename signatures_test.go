@@ -424,3 +424,87 @@ func TestCertificateJoinRefusedAtTheSeed(t *testing.T) {
 	require.Equal(t, 1, seed.NumMembers())
 	require.NoError(t, join(certified("good", 4, root, trusted, mtStart.Add(time.Hour)), mtStart))
 }
+
+// Push-pulls carry a proof only where the peer may lack the claim: a
+// request, for claims taken in the sender's last exchanges and its own
+// entry; a reply, where the request showed an older view. An entry whose
+// proof a signing sender left out is not news to take.
+func TestPushPullProofsWhereNeeded(t *testing.T) {
+	h := newMT(t, signedConfig(SignaturesRequired))
+	h.joinSignedPeers(6)
+	h.m.sigs.exchanges += proofRecent // the join's claims are no longer recent
+	h.feed(mtPeerAddr(3), h.peerAlive(3, 2, mtPeerAddr(3), []byte("v2"), true))
+	signed := func(data []byte) map[string]bool {
+		pp, err := wire.ParsePushPullLimit(data, 100)
+		require.NoError(t, err)
+		out := map[string]bool{}
+		var v wire.MemberView
+		for c := pp.Cursor(); c.Next(&v); {
+			out[string(v.Name)] = len(v.Sig) > 0
+		}
+		return out
+	}
+	req, err := h.m.encodeState(false, "", peerView{})
+	require.NoError(t, err)
+	got := signed(req)
+	require.True(t, got[mtSelf], "its own entry")
+	require.True(t, got[mtPeer(3)], "a claim taken lately")
+	require.False(t, got[mtPeer(4)], "a claim from before the last exchanges")
+	full := len(req)
+
+	h.m.sigs.exchanges += proofRecent
+	req, err = h.m.encodeState(false, "", peerView{})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{mtSelf: true, mtPeer(1): false, mtPeer(2): false, mtPeer(3): false,
+		mtPeer(4): false, mtPeer(5): false, mtPeer(6): false}, signed(req))
+	require.Less(t, len(req), full-90, "one proof fewer")
+
+	// p1 asks with a view that misses p3's new claim and p5: the reply
+	// carries those two proofs.
+	var theirs []wire.MemberState
+	for i := 1; i <= 6; i++ {
+		if i == 5 {
+			continue
+		}
+		a := h.peerAlive(i, 1, mtPeerAddr(i), nil, i == 1)
+		theirs = append(theirs, wire.MemberState{Name: a.Name, Addr: a.Addr, Incarnation: 1, Versions: a.Versions, Life: a.Life, Key: a.Key, Sig: a.Sig})
+	}
+	self, _ := h.m.Member(mtSelf)
+	theirs = append(theirs, wire.MemberState{Name: mtSelf, Addr: wire.EncodeAddr(self.Addr), Incarnation: self.Incarnation,
+		Versions: h.m.versionsOf(h.m.self), Life: self.Life})
+	request, err := wire.AppendPacket(nil, &wire.PushPull{From: mtPeer(1), Members: theirs})
+	require.NoError(t, err)
+	reply, err := h.m.HandleStream(h.now, mtPeerAddr(1), bytes.Clone(request))
+	require.NoError(t, err)
+	got = signed(reply)
+	require.True(t, got[mtPeer(3)], "p1 holds p3's older claim")
+	require.True(t, got[mtPeer(5)], "p1 does not hold p5")
+	require.False(t, got[mtPeer(4)], "p1 holds p4 as it is")
+	require.False(t, got[mtPeer(2)])
+
+	// p1 turned signatures on lately (its key is bound here since this
+	// member's last exchange): the reply gives it every proof, so that
+	// it binds the keys of the members it holds already.
+	h.m.sigs.held[mtPeer(1)].boundAt = h.m.sigs.exchanges
+	reply, err = h.m.HandleStream(h.now, mtPeerAddr(1), request)
+	require.NoError(t, err)
+	for name, s := range signed(reply) {
+		require.True(t, s, "%s's proof, for a member bound lately", name)
+	}
+
+	// p2 signs its own entry and leaves p6's proof out: p6's claim at
+	// incarnation 9 is not taken, and not counted as unsigned.
+	before := h.m.Stats()
+	a2 := h.peerAlive(2, 1, mtPeerAddr(2), nil, true)
+	a6 := h.peerAlive(6, 9, mtPeerAddr(6), nil, false)
+	request, err = wire.AppendPacket(nil, &wire.PushPull{From: mtPeer(2), Members: []wire.MemberState{
+		{Name: a2.Name, Addr: a2.Addr, Incarnation: 1, Versions: a2.Versions, Life: a2.Life, Key: a2.Key, Sig: a2.Sig},
+		{Name: a6.Name, Addr: a6.Addr, Incarnation: 9, Versions: a6.Versions, Life: a6.Life},
+	}})
+	require.NoError(t, err)
+	_, err = h.m.HandleStream(h.now, mtPeerAddr(2), request)
+	require.NoError(t, err)
+	mb, _ := h.m.Member(mtPeer(6))
+	require.Equal(t, uint64(1), mb.Incarnation)
+	require.Equal(t, before.ClaimsUnsigned, h.m.Stats().ClaimsUnsigned)
+}
