@@ -7,7 +7,7 @@ PKGS := ./...
 # root's PKGS: examples/raft depends on hashicorp/raft, internal/compare on
 # hashicorp/memberlist, which the library must not (go test there
 # downloads that module's dependencies).
-SUBMODULES := examples/raft internal/compare
+SUBMODULES := examples/raft internal/compare migrate
 
 # help: lists the targets, each with the first sentence of the comment
 # above it in this file (the comment has the rest: flags, time, needs).

@@ -1,0 +1,352 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/swim-go/swim"
+)
+
+// Config is a process in migration mode.
+type Config struct {
+	// Memberlist is the old side: the configuration the process ran
+	// hashicorp/memberlist with, unchanged (Name, BindAddr, BindPort,
+	// SecretKey or Keyring, Label, timings). Its Delegate and Events
+	// must be nil: the Bridge sets them.
+	Memberlist *memberlist.Config
+	// Swim is the new side, on a port of its own. Its Name must be the
+	// memberlist Name; its Events, Messages, State and Meta must be
+	// unset: the Bridge sets them from the fields below.
+	Swim *swim.Config
+	// SwimAddr returns where a process of the old cluster, if bridged,
+	// runs its swim side: every bridged process uses the same rule.
+	// Nil: its memberlist address, port plus SwimPortOffset.
+	SwimAddr func(node *memberlist.Node) netip.AddrPort
+	// SwimPortOffset is the distance from a process's memberlist port to
+	// its swim port, for the default SwimAddr. Default 1.
+	SwimPortOffset int
+	// BroadcastRetransmitMult is the RetransmitMult of the memberlist
+	// side's broadcast queue (memberlist.TransmitLimitedQueue): the one
+	// the application's own queue had. Default: Memberlist.RetransmitMult.
+	BroadcastRetransmitMult int
+	// Meta is this process's metadata, announced on both sides; at most
+	// memberlist.MetaMaxSize bytes.
+	Meta []byte
+	// Events receives the events of the one view, in order, on a
+	// goroutine of its own. Nil discards them.
+	Events swim.EventHandler
+	// Messages receives the messages and broadcasts that reach this
+	// process on either side. Those of the memberlist side have Kind
+	// swim.MessageBestEffort and no From: memberlist does not say who
+	// sent them. Nil drops them.
+	Messages swim.MessageHandler
+	// State is the application's state exchange: both sides' push-pulls
+	// call it. Nil: none.
+	State swim.StateDelegate
+	// EventBuffer bounds the events waiting for Events; past it they are
+	// dropped, counted (Stats). Default 4096.
+	EventBuffer int
+}
+
+// Errors of the Bridge.
+var (
+	ErrNotMember = errors.New("migrate: no live member of that name on either side")
+	ErrLeftMode  = errors.New("migrate: the memberlist side has left")
+)
+
+// Bridge is a process in migration mode: a member of the old memberlist
+// cluster and of the swim cluster at once, with one view.
+type Bridge struct {
+	cfg   Config
+	name  string
+	sw    *swim.Memberlist
+	queue *memberlist.TransmitLimitedQueue
+
+	mu sync.Mutex
+	ml *memberlist.Memberlist // nil once the memberlist side left
+	// mlNodes is the memberlist side's view, by name, as its events
+	// told it; the swim side's is read from swim itself.
+	mlNodes map[string]memberlist.Node
+	view    map[string]swim.Member // the one view's live members, by name
+	tried   map[string]time.Time   // swim joins attempted, by name
+	stats   Stats
+
+	events *eventQueue
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Stats counts what the Bridge did beyond its two sides' own counters.
+type Stats struct {
+	SwimJoinsTried       uint64 // swim joins of bridged peers found through memberlist
+	SwimJoinsFailed      uint64 // ... that failed: the peer runs memberlist alone
+	EventsDropped        uint64 // events past EventBuffer
+	StateMergeErrors     uint64 // the memberlist side's MergeRemoteState errors
+	BroadcastsMemberlist uint64 // broadcasts queued on the memberlist side
+}
+
+// New starts both sides; neither has joined anyone yet (Join).
+func New(cfg Config) (*Bridge, error) {
+	switch {
+	case cfg.Memberlist == nil || cfg.Swim == nil:
+		return nil, errors.New("migrate: Config.Memberlist and Config.Swim are both required")
+	case cfg.Memberlist.Delegate != nil || cfg.Memberlist.Events != nil:
+		return nil, errors.New("migrate: Config.Memberlist.Delegate and Events are the Bridge's: set Config.Messages, State, Meta and Events instead")
+	case cfg.Swim.Events != nil || cfg.Swim.Messages != nil || cfg.Swim.State != nil || len(cfg.Swim.Meta) > 0:
+		return nil, errors.New("migrate: Config.Swim.Events, Messages, State and Meta are the Bridge's: set them on Config")
+	case cfg.Swim.Name != cfg.Memberlist.Name:
+		return nil, fmt.Errorf("migrate: swim name %q and memberlist name %q differ: a process has one name", cfg.Swim.Name, cfg.Memberlist.Name)
+	case len(cfg.Meta) > memberlist.MetaMaxSize:
+		return nil, fmt.Errorf("migrate: Meta of %d bytes, over memberlist's %d", len(cfg.Meta), memberlist.MetaMaxSize)
+	case cfg.SwimPortOffset < 0:
+		return nil, errors.New("migrate: SwimPortOffset must not be negative")
+	}
+	if cfg.SwimPortOffset == 0 {
+		cfg.SwimPortOffset = 1
+	}
+	if cfg.EventBuffer <= 0 {
+		cfg.EventBuffer = 4096
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Bridge{
+		cfg:     cfg,
+		name:    cfg.Swim.Name,
+		mlNodes: make(map[string]memberlist.Node),
+		view:    make(map[string]swim.Member),
+		tried:   make(map[string]time.Time),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+	b.events = newEventQueue(cfg.EventBuffer, cfg.Events)
+
+	sc := *cfg.Swim
+	sc.Meta = cfg.Meta
+	sc.Events = swim.EventFunc(b.swimEvent)
+	sc.Messages = cfg.Messages
+	sc.State = cfg.State
+	sw, err := swim.New(&sc)
+	if err != nil {
+		cancel()
+		b.events.close()
+		return nil, fmt.Errorf("migrate: swim side: %w", err)
+	}
+	b.sw = sw
+
+	mc := *cfg.Memberlist
+	retransmits := cfg.BroadcastRetransmitMult
+	if retransmits <= 0 {
+		retransmits = mc.RetransmitMult
+	}
+	b.queue = &memberlist.TransmitLimitedQueue{NumNodes: b.numMemberlistNodes, RetransmitMult: retransmits}
+	mc.Delegate = (*mlDelegate)(b)
+	mc.Events = (*mlEvents)(b)
+	ml, err := memberlist.Create(&mc)
+	if err != nil {
+		_ = sw.Shutdown()
+		cancel()
+		b.events.close()
+		return nil, fmt.Errorf("migrate: memberlist side: %w", err)
+	}
+	b.mu.Lock()
+	b.ml = ml
+	b.mu.Unlock()
+	return b, nil
+}
+
+// Swim returns the swim side, for what the Bridge does not pass on
+// (Stats, keys, signatures).
+func (b *Bridge) Swim() *swim.Memberlist { return b.sw }
+
+// Memberlist returns the memberlist side, nil once it left.
+func (b *Bridge) Memberlist() *memberlist.Memberlist {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ml
+}
+
+// Join joins the old cluster through seeds (memberlist addresses), then
+// the swim sides of the bridged processes it finds there. It returns how
+// many memberlist seeds answered.
+func (b *Bridge) Join(ctx context.Context, seeds ...string) (int, error) {
+	ml := b.Memberlist()
+	if ml == nil {
+		return 0, ErrLeftMode
+	}
+	n, err := ml.Join(seeds)
+	if err != nil {
+		return n, fmt.Errorf("migrate: memberlist join: %w", err)
+	}
+	for _, node := range ml.Members() {
+		if node.Name != b.name {
+			b.findSwim(node)
+		}
+	}
+	return n, nil
+}
+
+// JoinSwim joins the swim cluster through addrs directly: once every
+// process has left migration mode, or to join bridged processes whose
+// addresses are known.
+func (b *Bridge) JoinSwim(ctx context.Context, addrs ...string) (int, error) {
+	return b.sw.Join(ctx, addrs...)
+}
+
+// swimRetry is how long after a failed swim join of a peer found through
+// memberlist the Bridge tries it again: a process that runs memberlist
+// alone may be replaced by a bridged one at any time.
+const swimRetry = 10 * time.Second
+
+// findSwim joins the swim side of node, a member of the old cluster, if
+// it is bridged and not known on swim yet, in the background.
+func (b *Bridge) findSwim(node *memberlist.Node) {
+	if mb, ok := b.sw.Member(node.Name); ok && (mb.State == swim.StateAlive || mb.State == swim.StateSuspect) {
+		return
+	}
+	addr := b.swimAddrOf(node)
+	if !addr.IsValid() {
+		return
+	}
+	b.mu.Lock()
+	if t, ok := b.tried[node.Name]; (ok && time.Since(t) < swimRetry) || b.ctx.Err() != nil {
+		b.mu.Unlock()
+		return
+	}
+	b.tried[node.Name] = time.Now()
+	b.stats.SwimJoinsTried++
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		defer cancel()
+		if _, err := b.sw.Join(ctx, addr.String()); err != nil {
+			b.mu.Lock()
+			b.stats.SwimJoinsFailed++
+			b.mu.Unlock()
+		}
+	}()
+}
+
+func (b *Bridge) swimAddrOf(node *memberlist.Node) netip.AddrPort {
+	if b.cfg.SwimAddr != nil {
+		return b.cfg.SwimAddr(node)
+	}
+	ip, ok := netip.AddrFromSlice(node.Addr)
+	if !ok {
+		return netip.AddrPort{}
+	}
+	port := int(node.Port) + b.cfg.SwimPortOffset
+	if port > 65535 {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(port))
+}
+
+// MemberlistOnly returns the names of the processes that run memberlist
+// alone: alive on the memberlist side and unknown or gone on swim. When
+// it is empty on every process, the cluster may leave migration mode.
+func (b *Bridge) MemberlistOnly() []string {
+	b.mu.Lock()
+	nodes := make([]memberlist.Node, 0, len(b.mlNodes))
+	for _, n := range b.mlNodes {
+		nodes = append(nodes, n)
+	}
+	b.mu.Unlock()
+	var out []string
+	for _, n := range nodes {
+		if n.Name == b.name || n.State != memberlist.StateAlive && n.State != memberlist.StateSuspect {
+			continue
+		}
+		if mb, ok := b.sw.Member(n.Name); ok && (mb.State == swim.StateAlive || mb.State == swim.StateSuspect) {
+			continue
+		}
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// LeaveMemberlist takes this process out of migration mode: it leaves the
+// old cluster gracefully and stops its memberlist side. Do it once
+// MemberlistOnly is empty everywhere; the processes still bridged keep
+// this one in their view through swim.
+func (b *Bridge) LeaveMemberlist(ctx context.Context) error {
+	b.mu.Lock()
+	ml := b.ml
+	b.mu.Unlock()
+	if ml == nil {
+		return nil
+	}
+	timeout := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		timeout = time.Until(d)
+	}
+	leaveErr := ml.Leave(timeout)
+	shutErr := ml.Shutdown()
+	b.mu.Lock()
+	b.ml = nil
+	names := make([]string, 0, len(b.mlNodes))
+	for name := range b.mlNodes {
+		names = append(names, name)
+	}
+	clear(b.mlNodes)
+	for _, name := range names {
+		b.refresh(name)
+	}
+	b.mu.Unlock()
+	return errors.Join(leaveErr, shutErr)
+}
+
+// Leave leaves both clusters gracefully.
+func (b *Bridge) Leave(ctx context.Context) error {
+	err := b.LeaveMemberlist(ctx)
+	return errors.Join(err, b.sw.Leave(ctx))
+}
+
+// Shutdown stops both sides without leaving, and waits for the Bridge's
+// goroutines.
+func (b *Bridge) Shutdown() error {
+	b.cancel()
+	b.mu.Lock()
+	ml := b.ml
+	b.ml = nil
+	b.mu.Unlock()
+	var err error
+	if ml != nil {
+		err = ml.Shutdown()
+	}
+	err = errors.Join(err, b.sw.Shutdown())
+	b.wg.Wait()
+	b.events.close()
+	return err
+}
+
+// Stats returns the Bridge's counters.
+func (b *Bridge) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st := b.stats
+	st.EventsDropped = b.events.dropped.Load()
+	return st
+}
+
+func (b *Bridge) numMemberlistNodes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ml == nil {
+		return 1
+	}
+	return max(len(b.mlNodes), 1)
+}
+
+// mlAddr is node's memberlist address.
+func mlAddr(n *memberlist.Node) netip.AddrPort {
+	ip, _ := netip.AddrFromSlice(n.Addr)
+	return netip.AddrPortFrom(ip.Unmap(), n.Port)
+}

@@ -1,0 +1,350 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/swim-go/swim"
+)
+
+// memberlist's Shutdown does not wait for a probe in flight to end.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/hashicorp/memberlist.(*Memberlist).probeNode"))
+}
+
+const (
+	within    = 20 * time.Second
+	pollEvery = 20 * time.Millisecond
+)
+
+// app is an application on either kind of process: the messages it got
+// and a replicated map (each process sets its own key), merged on every
+// state exchange, the way dskit's memberlist KV is built.
+type app struct {
+	mu   sync.Mutex
+	msgs [][]byte
+	kv   map[string]string
+}
+
+func newApp(name string) *app { return &app{kv: map[string]string{name: "v-" + name}} }
+
+func (a *app) got(msg []byte) {
+	a.mu.Lock()
+	a.msgs = append(a.msgs, append([]byte(nil), msg...))
+	a.mu.Unlock()
+}
+
+func (a *app) has(msg string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.ContainsFunc(a.msgs, func(m []byte) bool { return string(m) == msg })
+}
+
+func (a *app) LocalState(bool) []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, _ := json.Marshal(a.kv)
+	return b
+}
+
+func (a *app) MergeRemoteState(buf []byte, _ bool) error {
+	var kv map[string]string
+	if err := json.Unmarshal(buf, &kv); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, v := range kv {
+		a.kv[k] = v
+	}
+	return nil
+}
+
+func (a *app) keys() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.kv)
+}
+
+// mlApp is a process that runs memberlist alone, as before the
+// migration: its application's delegate, with its own broadcast queue.
+type mlApp struct {
+	*app
+	ml    *memberlist.Memberlist
+	queue *memberlist.TransmitLimitedQueue
+}
+
+func (m *mlApp) NodeMeta(int) []byte               { return nil }
+func (m *mlApp) NotifyMsg(msg []byte)              { m.got(msg) }
+func (m *mlApp) GetBroadcasts(o, l int) [][]byte   { return m.queue.GetBroadcasts(o, l) }
+func (m *mlApp) MergeRemoteState(b []byte, j bool) { _ = m.app.MergeRemoteState(b, j) }
+func (m *mlApp) LocalState(join bool) []byte       { return m.app.LocalState(join) }
+func (m *mlApp) broadcast(msg string)              { m.queue.QueueBroadcast(uniqueBroadcast{[]byte(msg)}) }
+func (m *mlApp) alive() int                        { return m.ml.NumMembers() }
+func (m *mlApp) shutdown(t *testing.T)             { require.NoError(t, m.ml.Shutdown()) }
+func (m *mlApp) addr() string                      { n := m.ml.LocalNode(); return mlAddr(n).String() }
+
+var _ memberlist.Delegate = (*mlApp)(nil)
+
+// broadcastRetransmits is the applications' broadcast queues'
+// RetransmitMult: memberlist sends a broadcast RetransmitMult·
+// ceil(log10(N+1)) times to random members in all, and no member relays
+// it, so at 6 members and memberlist's default (4) each other member
+// misses a given broadcast with a chance of (4/5)^4, 41%; at 40, 1 in
+// 7,500.
+const broadcastRetransmits = 40
+
+func mlConfig(name string) *memberlist.Config {
+	c := memberlist.DefaultLocalConfig()
+	c.Name = name
+	c.BindAddr = "127.0.0.1"
+	c.BindPort = 0
+	c.PushPullInterval = time.Second
+	c.LogOutput = io.Discard
+	return c
+}
+
+func startMLApp(t *testing.T, name string) *mlApp {
+	m := &mlApp{app: newApp(name)}
+	m.queue = &memberlist.TransmitLimitedQueue{NumNodes: func() int { return max(m.alive(), 1) }, RetransmitMult: broadcastRetransmits}
+	c := mlConfig(name)
+	c.Delegate = m
+	var err error
+	// Port 0 picks a free TCP port, and UDP then binds the same number,
+	// which may be taken: retry, as memberlist itself does.
+	for range 10 {
+		if m.ml, err = memberlist.Create(c); err == nil {
+			break
+		}
+	}
+	require.NoError(t, err)
+	return m
+}
+
+// bridged is a process in migration mode, with the events of its view.
+type bridged struct {
+	*app
+	b      *Bridge
+	evMu   sync.Mutex
+	events []swim.Event
+}
+
+// left reports whether its view reported any of names gone.
+func (br *bridged) left(names ...string) bool {
+	br.evMu.Lock()
+	defer br.evMu.Unlock()
+	return slices.ContainsFunc(br.events, func(e swim.Event) bool {
+		return e.Kind == swim.EventLeave && slices.Contains(names, e.Member.Name)
+	})
+}
+
+// swimAddrs is where each bridged process runs its swim side, by name:
+// the test's SwimAddr (ports are picked free, so no fixed offset holds).
+type swimAddrs struct {
+	mu sync.Mutex
+	m  map[string]netip.AddrPort
+}
+
+func (s *swimAddrs) of(n *memberlist.Node) netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[n.Name]
+}
+
+func startBridged(t *testing.T, name string, addrs *swimAddrs) *bridged {
+	br := &bridged{app: newApp(name)}
+	a := br.app
+	sc := swim.DefaultLocalConfig()
+	sc.Name = name
+	sc.BindAddr = "127.0.0.1"
+	sc.BindPort = 0
+	sc.PushPullInterval = time.Second
+	var b *Bridge
+	var err error
+	for range 10 {
+		b, err = New(Config{Memberlist: mlConfig(name), Swim: sc, SwimAddr: addrs.of, BroadcastRetransmitMult: broadcastRetransmits,
+			Messages: swim.MessageFunc(func(m swim.Message) { a.got(m.Payload) }), State: a,
+			Events: swim.EventFunc(func(e swim.Event) {
+				br.evMu.Lock()
+				br.events = append(br.events, e)
+				br.evMu.Unlock()
+			})})
+		if err == nil {
+			break
+		}
+	}
+	require.NoError(t, err)
+	addrs.mu.Lock()
+	addrs.m[name] = b.Swim().LocalMember().Addr
+	addrs.mu.Unlock()
+	br.b = b
+	return br
+}
+
+// assertEventually polls cond until it holds or within passes.
+func assertEventually(t *testing.T, cond func() bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(pollEvery)
+	}
+	return cond()
+}
+
+func names(ms []swim.Member) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMigration: three processes run memberlist alone; three bridged ones
+// join them. Every process sees all six; the bridged ones find each other
+// on swim; broadcasts, direct messages and the replicated map cross the
+// bridge both ways; a crash of a memberlist-only process is seen by the
+// bridged ones; once the memberlist-only processes are gone the bridged
+// ones leave the mode one at a time and keep seeing each other, with no
+// leave event among them.
+func TestMigration(t *testing.T) {
+	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
+	var mls []*mlApp
+	for i := range 3 {
+		mls = append(mls, startMLApp(t, fmt.Sprintf("ml-%d", i)))
+	}
+	for _, m := range mls[1:] {
+		_, err := m.ml.Join([]string{mls[0].addr()})
+		require.NoError(t, err)
+	}
+	var brs []*bridged
+	for i := range 3 {
+		br := startBridged(t, fmt.Sprintf("br-%d", i), addrs)
+		brs = append(brs, br)
+		_, err := br.b.Join(context.Background(), mls[i].addr())
+		require.NoError(t, err)
+	}
+	all := []string{"br-0", "br-1", "br-2", "ml-0", "ml-1", "ml-2"}
+	require.Eventually(t, func() bool {
+		for _, br := range brs {
+			if !slices.Equal(all, names(br.b.Members())) || br.b.Swim().NumMembers() != 3 {
+				return false
+			}
+		}
+		for _, m := range mls {
+			if m.alive() != 6 {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "the views did not form")
+	for _, br := range brs {
+		require.ElementsMatch(t, []string{"ml-0", "ml-1", "ml-2"}, br.b.MemberlistOnly())
+	}
+
+	// Broadcasts both ways, and direct messages across.
+	require.NoError(t, brs[0].b.Broadcast([]byte("from br-0"), "k"))
+	mls[1].broadcast("from ml-1")
+	require.NoError(t, brs[1].b.SendBestEffort("ml-2", []byte("direct to ml-2")))
+	require.NoError(t, brs[1].b.SendReliable(context.Background(), "br-2", []byte("direct to br-2")))
+	missing := func() []string {
+		var out []string
+		for _, m := range mls {
+			if !m.has("from br-0") {
+				out = append(out, m.ml.LocalNode().Name+" lacks br-0's broadcast")
+			}
+		}
+		for _, br := range brs {
+			if !br.has("from ml-1") {
+				out = append(out, br.b.name+" lacks ml-1's broadcast")
+			}
+			if br != brs[0] && !br.has("from br-0") {
+				out = append(out, br.b.name+" lacks br-0's broadcast")
+			}
+		}
+		if !mls[2].has("direct to ml-2") {
+			out = append(out, "ml-2 lacks its direct message")
+		}
+		if !brs[2].has("direct to br-2") {
+			out = append(out, "br-2 lacks its direct message")
+		}
+		return out
+	}
+	if !assertEventually(t, func() bool { return len(missing()) == 0 }) {
+		t.Fatalf("messages did not cross the bridge: %v", missing())
+	}
+
+	// The replicated map converges on all six.
+	require.Eventually(t, func() bool {
+		for _, m := range mls {
+			if m.keys() != 6 {
+				return false
+			}
+		}
+		for _, br := range brs {
+			if br.keys() != 6 {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "the replicated map did not converge")
+
+	// A memberlist-only process crashes: the bridged ones see it gone.
+	mls[2].shutdown(t)
+	require.Eventually(t, func() bool {
+		for _, br := range brs {
+			if slices.Contains(names(br.b.Members()), "ml-2") {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "the crash was not seen")
+
+	// The last memberlist-only processes stop; then leave the mode.
+	for _, m := range mls[:2] {
+		require.NoError(t, m.ml.Leave(time.Second))
+		m.shutdown(t)
+	}
+	require.Eventually(t, func() bool {
+		for _, br := range brs {
+			if len(br.b.MemberlistOnly()) != 0 {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery)
+	for _, br := range brs {
+		require.NoError(t, br.b.LeaveMemberlist(context.Background()))
+		require.Nil(t, br.b.Memberlist())
+	}
+	want := []string{"br-0", "br-1", "br-2"}
+	require.Eventually(t, func() bool {
+		for _, br := range brs {
+			if !slices.Equal(want, names(br.b.Members())) {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery)
+	require.NoError(t, brs[0].b.Broadcast([]byte("after"), ""))
+	require.Eventually(t, func() bool { return brs[1].has("after") && brs[2].has("after") }, within, pollEvery)
+	for _, br := range brs {
+		require.False(t, br.left("br-0", "br-1", "br-2"), "%s reported a bridged process gone as it left the mode", br.b.name)
+		require.True(t, br.left("ml-2"), "%s did not report the crash", br.b.name)
+		require.NoError(t, br.b.Shutdown())
+	}
+}
