@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: help sizes test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium broadcast-sim broadcast restarts
+.PHONY: help sizes test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium broadcast-sim broadcast restarts migration
 
 # Modules of their own, tested and vetted by test and lint besides the
 # root's PKGS: examples/raft depends on hashicorp/raft, internal/compare on
@@ -160,6 +160,19 @@ chaos:
 	    [ $$status -ne 0 ] || status=$$rc; \
 	  done; \
 	  exit $$status
+
+# migration: a memberlist cluster moved onto swim on real processes
+# (migrate, TestMigrationOnProcesses): 16 agents (migrate/agent) run
+# hashicorp/memberlist v0.7.0 alone with a replicated map on broadcasts and
+# state exchange; each is replaced in turn by an agent in migration mode
+# (one rolled back to memberlist and forward again on the way, a
+# memberlist-only and a bridged one crashed together in the middle); then
+# each leaves migration mode. After every step every live agent must see
+# every live one and hold its value, and no live agent may ever leave a
+# view. Ports 32100-32115 (memberlist) and 33100-33115 (swim) on
+# 127.0.0.1; about 3 minutes.
+migration:
+	cd migrate && $(GO) test -count=1 -timeout 15m -v -run '^TestMigrationOnProcesses$$' . -migration.procs
 
 # chaos-clean: removes what chaos, upgrade and procs runs whose process
 # was killed left behind (internal/chaos/clean.sh): namespaces, agents, agent

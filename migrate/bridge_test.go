@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	within    = 20 * time.Second
+	within    = 60 * time.Second
 	pollEvery = 20 * time.Millisecond
 )
 

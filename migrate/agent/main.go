@@ -1,0 +1,434 @@
+// Command agent runs one process of a cluster being moved from
+// hashicorp/memberlist to swim, in one of three modes, with an
+// application on top: a replicated map in which each process holds one
+// key, spread by broadcasts and by the state exchange, the way dskit's
+// memberlist KV is built. It is the agent of docs/migrating.md's
+// procedure and of the migration test on real processes (make
+// migration).
+//
+//	-mode memberlist  hashicorp/memberlist v0.7.0 alone, as before the migration
+//	-mode bridge      migration mode: a member of both clusters (package migrate)
+//	-mode swim        swim alone, after the migration
+//
+// A process listens on -port for memberlist and on -port plus
+// -swim-offset for swim, and joins through -join (memberlist addresses;
+// in swim mode the swim port of each is derived with the same offset).
+// It sets its key to -value once it runs.
+//
+// It prints one JSON line per event on stdout: "ready" when it runs,
+// "view" with the live names of its view whenever they change, "kv" with
+// its map whenever it changes, "mlonly" with the processes running
+// memberlist alone (bridge mode) whenever that changes, and "left" once
+// it left migration mode. SIGUSR1 leaves migration mode
+// (Bridge.LeaveMemberlist); SIGTERM or SIGINT leaves the cluster and
+// exits.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/swim-go/swim"
+	"github.com/swim-go/swim/migrate"
+)
+
+type options struct {
+	name, bind, mode, join, value string
+	port, offset                  int
+	retransmits                   int
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.name, "name", "", "process name, unique in the cluster")
+	flag.StringVar(&o.bind, "bind", "127.0.0.1", "IP address to listen on")
+	flag.IntVar(&o.port, "port", 7946, "memberlist port; swim listens on this plus -swim-offset")
+	flag.IntVar(&o.offset, "swim-offset", 1000, "swim port minus memberlist port, the same on every process")
+	flag.StringVar(&o.mode, "mode", "bridge", "memberlist, bridge or swim")
+	flag.StringVar(&o.join, "join", "", "comma-separated memberlist addresses (host:port) to join through")
+	flag.StringVar(&o.value, "value", "", "the value of this process's key in the replicated map (default: its start time)")
+	flag.IntVar(&o.retransmits, "retransmit-mult", 4, "RetransmitMult of the memberlist side's broadcast queue")
+	flag.Parse()
+	if o.name == "" {
+		fmt.Fprintln(os.Stderr, "agent: -name is required")
+		os.Exit(2)
+	}
+	if o.value == "" {
+		o.value = strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		os.Exit(1)
+	}
+}
+
+// out prints the agent's JSON lines, one at a time.
+type out struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+type line struct {
+	T     int64             `json:"t"`
+	Ev    string            `json:"ev"`
+	Node  string            `json:"node"`
+	Mode  string            `json:"mode,omitempty"`
+	Names []string          `json:"names,omitempty"`
+	KV    map[string]string `json:"kv,omitempty"`
+	Err   string            `json:"err,omitempty"`
+}
+
+func (o *out) print(l line) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l.T = time.Now().UnixNano()
+	_ = o.enc.Encode(l)
+}
+
+// kv is the replicated map: each process's key holds the value of its
+// latest run; a merge keeps, for each key, the value received last.
+// Values of one key come from one process at a time, so there is
+// nothing to reconcile.
+type kv struct {
+	mu   sync.Mutex
+	m    map[string]string
+	name string
+	out  *out
+}
+
+func (k *kv) set(key, val string) {
+	k.mu.Lock()
+	changed := k.m[key] != val
+	k.m[key] = val
+	snap := k.snapshot()
+	k.mu.Unlock()
+	if changed {
+		k.out.print(line{Ev: "kv", Node: k.name, KV: snap})
+	}
+}
+
+func (k *kv) snapshot() map[string]string {
+	c := make(map[string]string, len(k.m))
+	for key, v := range k.m {
+		c[key] = v
+	}
+	return c
+}
+
+// message is a broadcast of one key: "key=value".
+func (k *kv) message(payload []byte) {
+	key, val, ok := strings.Cut(string(payload), "=")
+	if ok && key != k.name {
+		k.set(key, val)
+	}
+}
+
+func (k *kv) LocalState(bool) []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	b, _ := json.Marshal(k.m)
+	return b
+}
+
+func (k *kv) MergeRemoteState(buf []byte, _ bool) error {
+	var m map[string]string
+	if err := json.Unmarshal(buf, &m); err != nil {
+		return err
+	}
+	for key, v := range m {
+		if key != k.name {
+			k.set(key, v)
+		}
+	}
+	return nil
+}
+
+// setList sets how the live names are read, once the side runs.
+func (v *view) setList(f func() []string) {
+	v.mu.Lock()
+	v.list = f
+	v.mu.Unlock()
+}
+
+// view prints the live names whenever they change.
+type view struct {
+	mu   sync.Mutex
+	last []string
+	name string
+	out  *out
+	list func() []string
+}
+
+func (v *view) changed() {
+	v.mu.Lock()
+	list := v.list
+	v.mu.Unlock()
+	if list == nil {
+		return // memberlist reports the local node while it starts
+	}
+	names := list()
+	slices.Sort(names)
+	v.mu.Lock()
+	same := slices.Equal(names, v.last)
+	v.last = names
+	v.mu.Unlock()
+	if !same {
+		v.out.print(line{Ev: "view", Node: v.name, Names: names})
+	}
+}
+
+func run(o options) error {
+	pr := &out{enc: json.NewEncoder(os.Stdout)}
+	store := &kv{m: map[string]string{}, name: o.name, out: pr}
+	seeds := splitList(o.join)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+
+	var (
+		broadcast func(msg []byte, key string) error
+		leave     func(context.Context) error
+		shutdown  func() error
+		list      func() []string
+		mlOnly    func() []string
+		leaveMode func(context.Context) error
+	)
+	v := &view{name: o.name, out: pr}
+	onEvent := func(swim.Event) { v.changed() }
+
+	switch o.mode {
+	case "memberlist":
+		app := &mlApp{kv: store}
+		app.queue = &memberlist.TransmitLimitedQueue{NumNodes: func() int { return max(app.ml.NumMembers(), 1) }, RetransmitMult: o.retransmits}
+		c := mlConfig(o)
+		c.Delegate = app
+		c.Events = &mlEvents{changed: func() { v.changed() }}
+		ml, err := memberlist.Create(c)
+		if err != nil {
+			return err
+		}
+		app.ml = ml
+		list = func() []string {
+			var names []string
+			for _, n := range ml.Members() {
+				names = append(names, n.Name)
+			}
+			return names
+		}
+		broadcast = func(msg []byte, key string) error {
+			app.queue.QueueBroadcast(&keyed{key: key, msg: msg})
+			return nil
+		}
+		leave = func(context.Context) error { return ml.Leave(5 * time.Second) }
+		shutdown = ml.Shutdown
+		v.setList(list)
+		if len(seeds) > 0 {
+			if _, err := ml.Join(seeds); err != nil {
+				pr.print(line{Ev: "error", Node: o.name, Err: err.Error()})
+			}
+		}
+	case "bridge":
+		sc := swimConfig(o)
+		b, err := migrate.New(migrate.Config{
+			Memberlist: mlConfig(o), Swim: sc, SwimPortOffset: o.offset,
+			BroadcastRetransmitMult: o.retransmits,
+			Events:                  swim.EventFunc(onEvent),
+			Messages:                swim.MessageFunc(func(m swim.Message) { store.message(m.Payload) }),
+			State:                   store,
+		})
+		if err != nil {
+			return err
+		}
+		list = func() []string { return memberNames(b.Members()) }
+		broadcast = b.Broadcast
+		leave = b.Leave
+		shutdown = b.Shutdown
+		mlOnly = b.MemberlistOnly
+		leaveMode = b.LeaveMemberlist
+		v.setList(list)
+		if len(seeds) > 0 {
+			if _, err := b.Join(ctx, seeds...); err != nil {
+				pr.print(line{Ev: "error", Node: o.name, Err: err.Error()})
+			}
+		}
+	case "swim":
+		sc := swimConfig(o)
+		sc.Events = swim.EventFunc(onEvent)
+		sc.Messages = swim.MessageFunc(func(m swim.Message) { store.message(m.Payload) })
+		sc.State = store
+		ml, err := swim.New(sc)
+		if err != nil {
+			return err
+		}
+		list = func() []string { return memberNames(ml.Members()) }
+		broadcast = func(msg []byte, key string) error { _, err := ml.Broadcast(msg, key); return err }
+		leave = ml.Leave
+		shutdown = ml.Shutdown
+		v.setList(list)
+		var swimSeeds []string
+		for _, s := range seeds {
+			if a, err := offsetAddr(s, o.offset); err == nil {
+				swimSeeds = append(swimSeeds, a)
+			}
+		}
+		if len(swimSeeds) > 0 {
+			jctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if _, err := ml.Join(jctx, swimSeeds...); err != nil {
+				pr.print(line{Ev: "error", Node: o.name, Err: err.Error()})
+			}
+			cancel()
+		}
+	default:
+		return fmt.Errorf("-mode %q: want memberlist, bridge or swim", o.mode)
+	}
+
+	store.set(o.name, o.value)
+	msg := []byte(o.name + "=" + o.value)
+	pr.print(line{Ev: "ready", Node: o.name, Mode: o.mode})
+	v.changed()
+
+	// The application re-announces its key now and then, as dskit's KV
+	// does on changes: a broadcast memberlist's gossip missed is sent
+	// again, and the state exchange covers the rest.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lastOnly []string
+	announced := 0
+	for {
+		select {
+		case <-ctx.Done():
+			lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := leave(lctx)
+			cancel()
+			return errors.Join(err, shutdown())
+		case <-usr1:
+			if leaveMode != nil {
+				lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := leaveMode(lctx)
+				cancel()
+				if err != nil {
+					pr.print(line{Ev: "error", Node: o.name, Err: err.Error()})
+				}
+				pr.print(line{Ev: "left", Node: o.name})
+				mlOnly, leaveMode = nil, nil
+			}
+		case <-tick.C:
+			if announced < 10 {
+				announced++
+				_ = broadcast(msg, o.name)
+			}
+			v.changed()
+			if mlOnly != nil {
+				only := mlOnly()
+				slices.Sort(only)
+				if !slices.Equal(only, lastOnly) || lastOnly == nil {
+					lastOnly = append([]string{}, only...)
+					pr.print(line{Ev: "mlonly", Node: o.name, Names: only})
+				}
+			}
+		}
+	}
+}
+
+func mlConfig(o options) *memberlist.Config {
+	c := memberlist.DefaultLANConfig()
+	c.Name = o.name
+	c.BindAddr = o.bind
+	c.BindPort = o.port
+	c.AdvertiseAddr = o.bind
+	c.AdvertisePort = o.port
+	c.Logger = log.New(io.Discard, "", 0)
+	return c
+}
+
+func swimConfig(o options) *swim.Config {
+	c := swim.DefaultLANConfig()
+	c.Name = o.name
+	c.BindAddr = o.bind
+	c.BindPort = o.port + o.offset
+	return c
+}
+
+func memberNames(ms []swim.Member) []string {
+	names := make([]string, 0, len(ms))
+	for _, m := range ms {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func offsetAddr(hostport string, offset int) (string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+offset)), nil
+}
+
+// mlApp is the application's memberlist delegate in memberlist mode.
+type mlApp struct {
+	kv    *kv
+	ml    *memberlist.Memberlist
+	queue *memberlist.TransmitLimitedQueue
+}
+
+func (a *mlApp) NodeMeta(int) []byte                    { return nil }
+func (a *mlApp) NotifyMsg(msg []byte)                   { a.kv.message(msg) }
+func (a *mlApp) GetBroadcasts(over, limit int) [][]byte { return a.queue.GetBroadcasts(over, limit) }
+func (a *mlApp) LocalState(join bool) []byte            { return a.kv.LocalState(join) }
+func (a *mlApp) MergeRemoteState(buf []byte, join bool) {
+	_ = a.kv.MergeRemoteState(buf, join)
+}
+
+// mlEvents prints the view on every change of memberlist's.
+type mlEvents struct{ changed func() }
+
+func (e *mlEvents) NotifyJoin(*memberlist.Node)   { go e.changed() }
+func (e *mlEvents) NotifyLeave(*memberlist.Node)  { go e.changed() }
+func (e *mlEvents) NotifyUpdate(*memberlist.Node) { go e.changed() }
+
+// keyed is a keyed broadcast on memberlist: it replaces the queued one of
+// the same key.
+type keyed struct {
+	key string
+	msg []byte
+}
+
+func (k *keyed) Name() string { return k.key }
+func (k *keyed) Invalidates(o memberlist.Broadcast) bool {
+	other, ok := o.(*keyed)
+	return ok && other.key == k.key
+}
+func (k *keyed) Message() []byte { return k.msg }
+func (k *keyed) Finished()       {}

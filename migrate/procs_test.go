@@ -1,0 +1,409 @@
+package migrate
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	flagProcs = flag.Bool("migration.procs", false,
+		"run TestMigrationOnProcesses: 16 agent processes moved from memberlist to swim (make migration)")
+	flagBasePort = flag.Int("migration.port", 32100, "memberlist port of the first agent; agent i uses this plus i, and plus 1000 for swim")
+	flagN        = flag.Int("migration.n", 16, "agents")
+)
+
+// Bounds of the waits on real processes: generous for a loaded 2-core
+// machine; the test logs what each took.
+const (
+	agreeWithin  = 30 * time.Second // views and maps after a step
+	crashWithin  = 40 * time.Second // memberlist's LAN detection is about 10 s
+	agentOffset  = 1000
+	agentRetrans = 4 // memberlist's default for the applications' queues
+)
+
+// procLine is one JSON line of the agent (migrate/agent).
+type procLine struct {
+	T     int64             `json:"t"`
+	Ev    string            `json:"ev"`
+	Node  string            `json:"node"`
+	Names []string          `json:"names"`
+	KV    map[string]string `json:"kv"`
+	Err   string            `json:"err"`
+}
+
+// procAgent is one agent process under a name; runs counts its starts.
+type procAgent struct {
+	name  string
+	port  int
+	mode  string
+	value string
+	runs  int
+	cmd   *exec.Cmd
+	done  chan struct{}
+
+	mu     sync.Mutex
+	view   []string
+	kv     map[string]string
+	mlOnly []string
+	hasML  bool // an mlonly line was printed
+	left   bool
+	ready  bool
+}
+
+// procCluster is the agents and what their lines said.
+type procCluster struct {
+	t      *testing.T
+	bin    string
+	agents []*procAgent
+	// removals: a name dropped from a view, by whom and when, for the
+	// false-death check at the end.
+	mu       sync.Mutex
+	removals []removal
+	// stops: when each name was stopped (or crashed) by the test, and
+	// started again (zero while it is down).
+	stops  map[string][]stopSpan
+	report []string
+}
+
+type stopSpan struct{ from, to time.Time }
+
+type removal struct {
+	observer, name string
+	at             time.Time
+}
+
+func (c *procCluster) logf(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	c.report = append(c.report, s)
+	c.t.Log(s)
+}
+
+func (c *procCluster) addr(a *procAgent) string { return fmt.Sprintf("127.0.0.1:%d", a.port) }
+
+// start runs a's process in mode, joining through seeds.
+func (c *procCluster) start(a *procAgent, mode string, seeds ...*procAgent) {
+	c.t.Helper()
+	a.runs++
+	a.mode = mode
+	a.value = fmt.Sprintf("%s-run%d", a.name, a.runs)
+	var join []string
+	for _, s := range seeds {
+		join = append(join, c.addr(s))
+	}
+	cmd := exec.Command(c.bin, "-name", a.name, "-port", fmt.Sprint(a.port), "-swim-offset", fmt.Sprint(agentOffset),
+		"-mode", mode, "-join", strings.Join(join, ","), "-value", a.value, "-retransmit-mult", fmt.Sprint(agentRetrans))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(c.t, err)
+	cmd.Stderr = os.Stderr
+	a.mu.Lock()
+	a.view, a.kv, a.mlOnly, a.hasML, a.left, a.ready = nil, nil, nil, false, false, false
+	a.mu.Unlock()
+	require.NoError(c.t, cmd.Start())
+	a.cmd = cmd
+	defer func() {
+		why := c.waitFor(agreeWithin, func() string {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if !a.ready {
+				return a.name + " is not ready"
+			}
+			return ""
+		})
+		require.Empty(c.t, why)
+	}()
+	done := make(chan struct{})
+	a.done = done
+	c.mu.Lock()
+	if spans := c.stops[a.name]; len(spans) > 0 && spans[len(spans)-1].to.IsZero() {
+		spans[len(spans)-1].to = time.Now()
+	}
+	c.mu.Unlock()
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var l procLine
+			if json.Unmarshal(sc.Bytes(), &l) != nil {
+				continue
+			}
+			c.take(a, l)
+		}
+		_ = cmd.Wait()
+	}()
+}
+
+// take records a line of a.
+func (c *procCluster) take(a *procAgent, l procLine) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch l.Ev {
+	case "ready":
+		a.ready = true
+	case "view":
+		for _, old := range a.view {
+			if !slices.Contains(l.Names, old) {
+				c.mu.Lock()
+				c.removals = append(c.removals, removal{observer: a.name, name: old, at: time.Unix(0, l.T)})
+				c.mu.Unlock()
+			}
+		}
+		a.view = l.Names
+	case "kv":
+		a.kv = l.KV
+	case "mlonly":
+		a.mlOnly, a.hasML = l.Names, true
+	case "left":
+		a.left = true
+	case "error":
+		c.t.Logf("%s: %s", a.name, l.Err)
+	}
+}
+
+// stop ends a's process: sig SIGTERM leaves first, SIGKILL crashes.
+func (c *procCluster) stop(a *procAgent, sig syscall.Signal) {
+	c.t.Helper()
+	c.mu.Lock()
+	c.stops[a.name] = append(c.stops[a.name], stopSpan{from: time.Now()})
+	c.mu.Unlock()
+	require.NoError(c.t, a.cmd.Process.Signal(sig))
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+	a.cmd = nil
+}
+
+func (c *procCluster) live() []*procAgent {
+	var out []*procAgent
+	for _, a := range c.agents {
+		if a.cmd != nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// disagreement says why the live agents' views and maps do not yet hold
+// every live agent and its current value ("" when they do).
+func (c *procCluster) disagreement() string {
+	live := c.live()
+	var names []string
+	want := map[string]string{}
+	for _, a := range live {
+		names = append(names, a.name)
+		want[a.name] = a.value
+	}
+	slices.Sort(names)
+	for _, a := range live {
+		a.mu.Lock()
+		view, kv := slices.Clone(a.view), maps.Clone(a.kv)
+		a.mu.Unlock()
+		for _, n := range names {
+			if !slices.Contains(view, n) {
+				return fmt.Sprintf("%s (%s) does not see %s: %v", a.name, a.mode, n, view)
+			}
+			if kv[n] != want[n] {
+				return fmt.Sprintf("%s (%s) holds %s=%q, want %q", a.name, a.mode, n, kv[n], want[n])
+			}
+		}
+	}
+	return ""
+}
+
+// agree waits until every live agent sees every live one and holds its
+// current value, and reports how long that took.
+func (c *procCluster) agree(step string) {
+	c.t.Helper()
+	start := time.Now()
+	why := c.waitFor(agreeWithin, c.disagreement)
+	require.Empty(c.t, why, "%s: not agreed within %v", step, agreeWithin)
+	c.logf("%s: every live agent sees every live one and holds its value after %v", step, time.Since(start).Round(time.Millisecond))
+}
+
+// waitFor polls f until it returns "" or within passes, returning its last
+// answer.
+func (c *procCluster) waitFor(within time.Duration, f func() string) string {
+	deadline := time.Now().Add(within)
+	for {
+		why := f()
+		if why == "" || time.Now().After(deadline) {
+			return why
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *procCluster) seeds(except *procAgent) []*procAgent {
+	var out []*procAgent
+	for _, a := range c.live() {
+		if a != except && len(out) < 2 {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// replace stops a gracefully and starts it again in mode: an upgrade or a
+// rollback of one process.
+func (c *procCluster) replace(a *procAgent, mode string) {
+	c.t.Helper()
+	c.stop(a, syscall.SIGTERM)
+	c.start(a, mode, c.seeds(a)...)
+	c.agree(fmt.Sprintf("%s restarted as %s", a.name, mode))
+}
+
+// TestMigrationOnProcesses: 16 agents run memberlist alone, with a
+// replicated map on broadcasts and state exchange; they are replaced one
+// at a time by agents in migration mode, with one process rolled back to
+// memberlist and forward again on the way, and a crash of a
+// memberlist-only and of a bridged process in the middle; then, once no
+// process runs memberlist alone, each leaves migration mode in turn.
+// After every step every live agent sees every live agent and holds its
+// current value; no agent ever drops a live agent from its view.
+func TestMigrationOnProcesses(t *testing.T) {
+	if !*flagProcs {
+		t.Skip("a run on real processes: make migration (or -migration.procs)")
+	}
+	bin := filepath.Join(t.TempDir(), "agent")
+	build := exec.Command("go", "build", "-o", bin, "./agent")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+	c := &procCluster{t: t, bin: bin, stops: map[string][]stopSpan{}}
+	for i := range *flagN {
+		c.agents = append(c.agents, &procAgent{name: fmt.Sprintf("a%02d", i), port: *flagBasePort + i})
+	}
+	t.Cleanup(func() {
+		for _, a := range c.live() {
+			_ = a.cmd.Process.Kill()
+			<-a.done
+		}
+		t.Logf("summary:\n  %s", strings.Join(c.report, "\n  "))
+	})
+
+	start := time.Now()
+	c.start(c.agents[0], "memberlist")
+	for _, a := range c.agents[1:] {
+		c.start(a, "memberlist", c.agents[0])
+	}
+	c.agree(fmt.Sprintf("%d memberlist agents formed", len(c.agents)))
+
+	n := len(c.agents)
+	for i, a := range c.agents {
+		c.replace(a, "bridge")
+		switch i {
+		case n/2 - 1:
+			// The last agent still runs memberlist alone; the first is
+			// bridged.
+			c.crash(c.agents[n-1], c.agents[0])
+		case n / 2:
+			// A rollback while the cluster is in migration mode, and
+			// forward again.
+			c.replace(c.agents[1], "memberlist")
+			c.replace(c.agents[1], "bridge")
+		}
+	}
+
+	why := c.waitFor(agreeWithin, func() string {
+		for _, a := range c.live() {
+			a.mu.Lock()
+			only, has := a.mlOnly, a.hasML
+			a.mu.Unlock()
+			if !has || len(only) > 0 {
+				return fmt.Sprintf("%s still reports memberlist-only processes: %v", a.name, only)
+			}
+		}
+		return ""
+	})
+	require.Empty(t, why)
+	c.logf("no process runs memberlist alone: every agent says so")
+
+	for _, a := range c.agents {
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGUSR1))
+		why := c.waitFor(agreeWithin, func() string {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if !a.left {
+				return a.name + " has not left migration mode"
+			}
+			return ""
+		})
+		require.Empty(t, why)
+		c.agree(a.name + " left migration mode")
+	}
+
+	// No live agent was ever dropped from a view: the only removals are
+	// of agents the test stopped, after it stopped them.
+	var false_ []string
+	c.mu.Lock()
+	for _, r := range c.removals {
+		if !c.wasStopped(r) {
+			false_ = append(false_, fmt.Sprintf("%s dropped %s at %s", r.observer, r.name, r.at.Format(time.TimeOnly)))
+		}
+	}
+	c.mu.Unlock()
+	require.Empty(t, false_, "live agents dropped from views")
+	c.logf("no live agent dropped from any view; %d removals, all of agents the test stopped; %v in all",
+		len(c.removals), time.Since(start).Round(time.Second))
+}
+
+// crash kills a (memberlist alone) and b (bridged) at once, and waits
+// until every survivor has dropped both; then starts them again.
+func (c *procCluster) crash(a, b *procAgent) {
+	c.t.Helper()
+	killed := time.Now()
+	modeA, modeB := a.mode, b.mode
+	c.stop(a, syscall.SIGKILL)
+	c.stop(b, syscall.SIGKILL)
+	why := c.waitFor(crashWithin, func() string {
+		for _, s := range c.live() {
+			s.mu.Lock()
+			view := slices.Clone(s.view)
+			s.mu.Unlock()
+			for _, dead := range []string{a.name, b.name} {
+				if slices.Contains(view, dead) {
+					return fmt.Sprintf("%s (%s) still sees %s", s.name, s.mode, dead)
+				}
+			}
+		}
+		return ""
+	})
+	require.Empty(c.t, why, "crash not detected by every survivor")
+	c.logf("crash of %s (%s) and %s (%s): every survivor on both sides dropped both after %v",
+		a.name, modeA, b.name, modeB, time.Since(killed).Round(time.Millisecond))
+	c.start(a, modeA, c.seeds(a)...)
+	c.start(b, modeB, c.seeds(b)...)
+	c.agree(fmt.Sprintf("%s and %s back", a.name, b.name))
+}
+
+// wasStopped reports whether r removed an agent while the test had it
+// stopped, or just after it started again (an observer that learns of the
+// stop late drops it late) (c.mu held).
+func (c *procCluster) wasStopped(r removal) bool {
+	for _, sp := range c.stops[r.name] {
+		if r.at.Before(sp.from) {
+			continue
+		}
+		if sp.to.IsZero() || r.at.Before(sp.to.Add(10*time.Second)) {
+			return true
+		}
+	}
+	return false
+}
