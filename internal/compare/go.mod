@@ -6,6 +6,7 @@ require (
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/stretchr/testify v1.12.1
 	github.com/swim-go/swim v0.0.0
+	github.com/swim-go/swim/migrate v0.0.0
 )
 
 require (
@@ -27,3 +28,5 @@ require (
 )
 
 replace github.com/swim-go/swim => ../..
+
+replace github.com/swim-go/swim/migrate => ../../migrate
