@@ -169,7 +169,9 @@ chaos:
 # memberlist-only and a bridged one crashed together in the middle); then
 # each leaves migration mode. After every step every live agent must see
 # every live one and hold its value, and no live agent may ever leave a
-# view. Ports 32100-32115 (memberlist) and 33100-33115 (swim) on
+# view; each agent answers GET /migration (the processes running
+# memberlist alone). Ports 32100-32115 (memberlist), 33100-33115 (swim)
+# and 34100-34115 (HTTP) on
 # 127.0.0.1; about 3 minutes.
 migration:
 	cd migrate && $(GO) test -count=1 -timeout 15m -v -run '^TestMigrationOnProcesses$$' . -migration.procs

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,10 +30,12 @@ var (
 // Bounds of the waits on real processes: generous for a loaded 2-core
 // machine; the test logs what each took.
 const (
-	agreeWithin  = 30 * time.Second // views and maps after a step
-	crashWithin  = 40 * time.Second // memberlist's LAN detection is about 10 s
-	agentOffset  = 1000
-	agentRetrans = 4 // memberlist's default for the applications' queues
+	agreeWithin = 30 * time.Second // views and maps after a step
+	crashWithin = 40 * time.Second // memberlist's LAN detection is about 10 s
+	agentOffset = 1000
+	// agentHTTPOffset places each agent's /migration endpoint.
+	agentHTTPOffset = 2000
+	agentRetrans    = 4 // memberlist's default for the applications' queues
 )
 
 // procLine is one JSON line of the agent (migrate/agent).
@@ -105,7 +108,8 @@ func (c *procCluster) start(a *procAgent, mode string, seeds ...*procAgent) {
 		join = append(join, c.addr(s))
 	}
 	cmd := exec.Command(c.bin, "-name", a.name, "-port", fmt.Sprint(a.port), "-swim-offset", fmt.Sprint(agentOffset),
-		"-mode", mode, "-join", strings.Join(join, ","), "-value", a.value, "-retransmit-mult", fmt.Sprint(agentRetrans))
+		"-mode", mode, "-join", strings.Join(join, ","), "-value", a.value, "-retransmit-mult", fmt.Sprint(agentRetrans),
+		"-http", fmt.Sprintf("127.0.0.1:%d", a.port+agentHTTPOffset))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(c.t, err)
@@ -305,6 +309,9 @@ func TestMigrationOnProcesses(t *testing.T) {
 	}
 	c.agree(fmt.Sprintf("%d memberlist agents formed", len(c.agents)))
 
+	st := c.migrationState(c.agents[0])
+	require.False(t, st.Done)
+	require.Equal(t, "memberlist", st.Mode)
 	n := len(c.agents)
 	for i, a := range c.agents {
 		c.replace(a, "bridge")
@@ -333,7 +340,11 @@ func TestMigrationOnProcesses(t *testing.T) {
 		return ""
 	})
 	require.Empty(t, why)
-	c.logf("no process runs memberlist alone: every agent says so")
+	for _, a := range c.live() {
+		st := c.migrationState(a)
+		require.True(t, st.Done, "%s's /migration: %+v", a.name, st)
+	}
+	c.logf("no process runs memberlist alone: every agent says so, on its lines and at GET /migration")
 
 	for _, a := range c.agents {
 		require.NoError(t, a.cmd.Process.Signal(syscall.SIGUSR1))
@@ -362,6 +373,21 @@ func TestMigrationOnProcesses(t *testing.T) {
 	require.Empty(t, false_, "live agents dropped from views")
 	c.logf("no live agent dropped from any view; %d removals, all of agents the test stopped or seen by agents as they stopped; %v in all",
 		len(c.removals), time.Since(start).Round(time.Second))
+}
+
+// migrationState asks a's GET /migration.
+func (c *procCluster) migrationState(a *procAgent) (st struct {
+	Mode           string   `json:"mode"`
+	MemberlistOnly []string `json:"memberlist_only"`
+	Done           bool     `json:"done"`
+}) {
+	c.t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/migration", a.port+agentHTTPOffset))
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	require.NoError(c.t, json.NewDecoder(resp.Body).Decode(&st))
+	return st
 }
 
 // crash kills a (memberlist alone) and b (bridged) at once, and waits

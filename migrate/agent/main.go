@@ -19,7 +19,9 @@
 // "view" with the live names of its view whenever they change, "kv" with
 // its map whenever it changes, "mlonly" with the processes running
 // memberlist alone (bridge mode) whenever that changes, and "left" once
-// it left migration mode. SIGUSR1 leaves migration mode
+// it left migration mode. With -http it answers GET /migration with its
+// mode, the processes it sees running memberlist alone, and "done" when
+// there are none (and it is not one). SIGUSR1 leaves migration mode
 // (Bridge.LeaveMemberlist); SIGTERM or SIGINT leaves the cluster and
 // exits.
 package main
@@ -33,6 +35,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -52,6 +55,7 @@ type options struct {
 	name, bind, mode, join, value string
 	port, offset                  int
 	retransmits                   int
+	http                          string
 }
 
 func main() {
@@ -64,6 +68,7 @@ func main() {
 	flag.StringVar(&o.join, "join", "", "comma-separated memberlist addresses (host:port) to join through")
 	flag.StringVar(&o.value, "value", "", "the value of this process's key in the replicated map (default: its start time)")
 	flag.IntVar(&o.retransmits, "retransmit-mult", 4, "RetransmitMult of the memberlist side's broadcast queue")
+	flag.StringVar(&o.http, "http", "", "address (host:port) to serve GET /migration on: the mode and the processes running memberlist alone; empty for none")
 	flag.Parse()
 	if o.name == "" {
 		fmt.Fprintln(os.Stderr, "agent: -name is required")
@@ -102,41 +107,62 @@ func (o *out) print(l line) {
 }
 
 // kv is the replicated map: each process's key holds the value of its
-// latest run; a merge keeps, for each key, the value received last.
-// Values of one key come from one process at a time, so there is
-// nothing to reconcile.
+// latest run, versioned by that run's start time, and a merge keeps the
+// higher version of each key (a last-writer-wins register per key, as
+// dskit's KV stores are built): copies of an older run's value that
+// arrive late, by gossip or in a peer's state, change nothing.
 type kv struct {
 	mu   sync.Mutex
-	m    map[string]string
+	m    map[string]entry
 	name string
 	out  *out
 }
 
-func (k *kv) set(key, val string) {
+// entry is one key's value and version.
+type entry struct {
+	V   string `json:"v"`
+	Ver int64  `json:"ver"`
+}
+
+func (k *kv) set(key string, e entry) {
 	k.mu.Lock()
-	changed := k.m[key] != val
-	k.m[key] = val
+	if old, ok := k.m[key]; ok && old.Ver >= e.Ver {
+		k.mu.Unlock()
+		return
+	}
+	k.m[key] = e
 	snap := k.snapshot()
 	k.mu.Unlock()
-	if changed {
-		k.out.print(line{Ev: "kv", Node: k.name, KV: snap})
-	}
+	k.out.print(line{Ev: "kv", Node: k.name, KV: snap})
 }
 
 func (k *kv) snapshot() map[string]string {
 	c := make(map[string]string, len(k.m))
-	for key, v := range k.m {
-		c[key] = v
+	for key, e := range k.m {
+		c[key] = e.V
 	}
 	return c
 }
 
-// message is a broadcast of one key: "key=value".
+// encode is a broadcast of one key: "key=version:value".
+func encode(key string, e entry) []byte {
+	return []byte(key + "=" + strconv.FormatInt(e.Ver, 10) + ":" + e.V)
+}
+
 func (k *kv) message(payload []byte) {
-	key, val, ok := strings.Cut(string(payload), "=")
-	if ok && key != k.name {
-		k.set(key, val)
+	key, rest, ok := strings.Cut(string(payload), "=")
+	if !ok || key == k.name {
+		return
 	}
+	ver, val, ok := strings.Cut(rest, ":")
+	if !ok {
+		return
+	}
+	n, err := strconv.ParseInt(ver, 10, 64)
+	if err != nil {
+		return
+	}
+	k.set(key, entry{V: val, Ver: n})
 }
 
 func (k *kv) LocalState(bool) []byte {
@@ -147,13 +173,13 @@ func (k *kv) LocalState(bool) []byte {
 }
 
 func (k *kv) MergeRemoteState(buf []byte, _ bool) error {
-	var m map[string]string
+	var m map[string]entry
 	if err := json.Unmarshal(buf, &m); err != nil {
 		return err
 	}
-	for key, v := range m {
+	for key, e := range m {
 		if key != k.name {
-			k.set(key, v)
+			k.set(key, e)
 		}
 	}
 	return nil
@@ -195,7 +221,7 @@ func (v *view) changed() {
 
 func run(o options) error {
 	pr := &out{enc: json.NewEncoder(os.Stdout)}
-	store := &kv{m: map[string]string{}, name: o.name, out: pr}
+	store := &kv{m: map[string]entry{}, name: o.name, out: pr}
 	seeds := splitList(o.join)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -299,8 +325,38 @@ func run(o options) error {
 		return fmt.Errorf("-mode %q: want memberlist, bridge or swim", o.mode)
 	}
 
-	store.set(o.name, o.value)
-	msg := []byte(o.name + "=" + o.value)
+	var modeMu sync.Mutex
+	mode := o.mode
+	if o.http != "" {
+		srv := &http.Server{Addr: o.http, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/migration" {
+				http.NotFound(w, r)
+				return
+			}
+			modeMu.Lock()
+			st := migrationState{Node: o.name, Mode: mode, MemberlistOnly: []string{}}
+			only := mlOnly
+			modeMu.Unlock()
+			if only != nil {
+				st.MemberlistOnly = only()
+				slices.Sort(st.MemberlistOnly)
+			}
+			st.Done = st.Mode != "memberlist" && len(st.MemberlistOnly) == 0
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(st)
+		})}
+		ln, err := net.Listen("tcp", o.http)
+		if err != nil {
+			_ = shutdown()
+			return fmt.Errorf("-http: %w", err)
+		}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+	}
+
+	own := entry{V: o.value, Ver: time.Now().UnixNano()}
+	store.set(o.name, own)
+	msg := encode(o.name, own)
 	pr.print(line{Ev: "ready", Node: o.name, Mode: o.mode})
 	v.changed()
 
@@ -327,7 +383,9 @@ func run(o options) error {
 					pr.print(line{Ev: "error", Node: o.name, Err: err.Error()})
 				}
 				pr.print(line{Ev: "left", Node: o.name})
-				mlOnly, leaveMode = nil, nil
+				modeMu.Lock()
+				mlOnly, leaveMode, mode = nil, nil, "swim (left migration mode)"
+				modeMu.Unlock()
 			}
 		case <-tick.C:
 			if announced < 10 {
@@ -335,8 +393,11 @@ func run(o options) error {
 				_ = broadcast(msg, o.name)
 			}
 			v.changed()
-			if mlOnly != nil {
-				only := mlOnly()
+			modeMu.Lock()
+			onlyOf := mlOnly
+			modeMu.Unlock()
+			if onlyOf != nil {
+				only := onlyOf()
 				slices.Sort(only)
 				if !slices.Equal(only, lastOnly) || lastOnly == nil {
 					lastOnly = append([]string{}, only...)
@@ -345,6 +406,17 @@ func run(o options) error {
 			}
 		}
 	}
+}
+
+// migrationState is what GET /migration answers: this process's mode,
+// the processes it sees running memberlist alone, and whether the cluster
+// may leave migration mode as far as it can tell (no such process, and it
+// is not one itself).
+type migrationState struct {
+	Node           string   `json:"node"`
+	Mode           string   `json:"mode"`
+	MemberlistOnly []string `json:"memberlist_only"`
+	Done           bool     `json:"done"`
 }
 
 func mlConfig(o options) *memberlist.Config {
