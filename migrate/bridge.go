@@ -52,6 +52,15 @@ type Config struct {
 	// EventBuffer bounds the events waiting for Events; past it they are
 	// dropped, counted (Stats). Default 4096.
 	EventBuffer int
+	// StandbyGrace is how long a process woken from standby stays in
+	// migration mode after the last process running memberlist alone is
+	// gone. Default 30 s (memberlist's LAN push-pull interval).
+	StandbyGrace time.Duration
+	// NoStandby gives the memberlist port up when the process leaves
+	// migration mode. By default a process keeps it (standby), so that a
+	// process rolled back to memberlist alone after the cluster left the
+	// mode brings the cluster back into it instead of standing alone.
+	NoStandby bool
 }
 
 // Errors of the Bridge.
@@ -69,7 +78,17 @@ type Bridge struct {
 	queue *memberlist.TransmitLimitedQueue
 
 	mu sync.Mutex
-	ml *memberlist.Memberlist // nil once the memberlist side left
+	ml *memberlist.Memberlist // nil while the memberlist side is out
+	// mc is the memberlist side's configuration as memberlist took it
+	// (its port bound): a side woken from standby runs on it.
+	mc *memberlist.Config
+	// sb is the standby port, once the process left migration mode;
+	// woken reports that ml runs on it.
+	sb    *standby
+	woken bool
+	// transit orders the memberlist side's comings and goings: leaving,
+	// waking and Shutdown.
+	transit sync.Mutex
 	// mlNodes is the memberlist side's view, by name, as its events
 	// told it; the swim side's is read from swim itself.
 	mlNodes map[string]memberlist.Node
@@ -90,6 +109,13 @@ type Stats struct {
 	EventsDropped        uint64 // events past EventBuffer
 	StateMergeErrors     uint64 // the memberlist side's MergeRemoteState errors
 	BroadcastsMemberlist uint64 // broadcasts queued on the memberlist side
+	// Standby: packets that reached the port while asleep (dropped),
+	// wakes, wakes whose memberlist side failed to start, and calls back
+	// into migration mode sent on swim.
+	StandbyPacketsDropped uint64
+	Wakes                 uint64
+	WakeFailures          uint64
+	RejoinCalls           uint64
 }
 
 // New starts both sides; neither has joined anyone yet (Join).
@@ -107,6 +133,11 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, fmt.Errorf("migrate: Meta of %d bytes, over memberlist's %d", len(cfg.Meta), memberlist.MetaMaxSize)
 	case cfg.SwimPortOffset < 0:
 		return nil, errors.New("migrate: SwimPortOffset must not be negative")
+	case cfg.StandbyGrace < 0:
+		return nil, errors.New("migrate: StandbyGrace must not be negative")
+	}
+	if cfg.StandbyGrace == 0 {
+		cfg.StandbyGrace = 30 * time.Second
 	}
 	if cfg.SwimPortOffset == 0 {
 		cfg.SwimPortOffset = 1
@@ -129,7 +160,7 @@ func New(cfg Config) (*Bridge, error) {
 	sc := *cfg.Swim
 	sc.Meta = cfg.Meta
 	sc.Events = swim.EventFunc(b.swimEvent)
-	sc.Messages = cfg.Messages
+	sc.Messages = swim.MessageFunc(b.swimMessage)
 	sc.State = cfg.State
 	sw, err := swim.New(&sc)
 	if err != nil {
@@ -156,6 +187,7 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	b.mu.Lock()
 	b.ml = ml
+	b.mc = &mc
 	b.mu.Unlock()
 	return b, nil
 }
@@ -273,16 +305,27 @@ func (b *Bridge) MemberlistOnly() []string {
 }
 
 // LeaveMemberlist takes this process out of migration mode: it leaves the
-// old cluster gracefully and stops its memberlist side. Do it once
-// MemberlistOnly is empty everywhere; the processes still bridged keep
-// this one in their view through swim.
+// old cluster gracefully, stops its memberlist side and keeps its port in
+// standby (unless Config.NoStandby). Do it once MemberlistOnly is empty
+// everywhere; the processes still bridged keep this one in their view
+// through swim.
 func (b *Bridge) LeaveMemberlist(ctx context.Context) error {
-	b.mu.Lock()
-	ml := b.ml
-	b.mu.Unlock()
+	ml := b.Memberlist()
 	if ml == nil {
 		return nil
 	}
+	return b.leaveMemberlist(ctx, ml, !b.cfg.NoStandby)
+}
+
+// leaveMemberlist leaves and stops ml, if it is still the memberlist
+// side, and opens the standby port if keep and it is not open.
+func (b *Bridge) leaveMemberlist(ctx context.Context, ml *memberlist.Memberlist, keep bool) error {
+	b.transit.Lock()
+	defer b.transit.Unlock()
+	if b.Memberlist() != ml {
+		return nil
+	}
+	adv := mlAddr(ml.LocalNode())
 	timeout := 5 * time.Second
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
@@ -290,7 +333,7 @@ func (b *Bridge) LeaveMemberlist(ctx context.Context) error {
 	leaveErr := ml.Leave(timeout)
 	shutErr := ml.Shutdown()
 	b.mu.Lock()
-	b.ml = nil
+	b.ml, b.woken = nil, false
 	names := make([]string, 0, len(b.mlNodes))
 	for name := range b.mlNodes {
 		names = append(names, name)
@@ -299,27 +342,63 @@ func (b *Bridge) LeaveMemberlist(ctx context.Context) error {
 	for _, name := range names {
 		b.refresh(name)
 	}
+	b.queue.Reset()
+	stopping := b.ctx.Err() != nil
 	b.mu.Unlock()
-	return errors.Join(leaveErr, shutErr)
+	var sbErr error
+	if keep && b.sb == nil && !stopping {
+		sbErr = b.openStandby(adv)
+	}
+	return errors.Join(leaveErr, shutErr, sbErr)
 }
 
-// Leave leaves both clusters gracefully.
+// openStandby keeps the memberlist port (b.transit held).
+func (b *Bridge) openStandby(adv netip.AddrPort) error {
+	ip, err := netip.ParseAddr(b.mc.BindAddr)
+	if err != nil {
+		return fmt.Errorf("migrate: standby: bind address %q: %w", b.mc.BindAddr, err)
+	}
+	bind := netip.AddrPortFrom(ip, uint16(b.mc.BindPort))
+	s, err := openStandby(bind, adv)
+	if err != nil {
+		return fmt.Errorf("migrate: standby on %v: %w", bind, err)
+	}
+	s.wg.Add(2)
+	go b.standbyPackets(s)
+	go b.standbyStreams(s)
+	b.mu.Lock()
+	b.sb = s
+	b.mu.Unlock()
+	return nil
+}
+
+// Leave leaves both clusters gracefully; the memberlist port is not kept.
 func (b *Bridge) Leave(ctx context.Context) error {
-	err := b.LeaveMemberlist(ctx)
+	var err error
+	if ml := b.Memberlist(); ml != nil {
+		err = b.leaveMemberlist(ctx, ml, false)
+	}
 	return errors.Join(err, b.sw.Leave(ctx))
 }
 
-// Shutdown stops both sides without leaving, and waits for the Bridge's
-// goroutines.
+// Shutdown stops both sides without leaving, closes the standby port, and
+// waits for the Bridge's goroutines.
 func (b *Bridge) Shutdown() error {
-	b.cancel()
 	b.mu.Lock()
-	ml := b.ml
-	b.ml = nil
+	b.cancel()
 	b.mu.Unlock()
+	b.transit.Lock()
+	b.mu.Lock()
+	ml, sb := b.ml, b.sb
+	b.ml, b.sb = nil, nil
+	b.mu.Unlock()
+	b.transit.Unlock()
 	var err error
 	if ml != nil {
 		err = ml.Shutdown()
+	}
+	if sb != nil {
+		sb.close()
 	}
 	err = errors.Join(err, b.sw.Shutdown())
 	b.wg.Wait()

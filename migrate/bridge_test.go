@@ -162,7 +162,7 @@ func (s *swimAddrs) of(n *memberlist.Node) netip.AddrPort {
 	return s.m[n.Name]
 }
 
-func startBridged(t *testing.T, name string, addrs *swimAddrs) *bridged {
+func startBridged(t *testing.T, name string, addrs *swimAddrs, opts ...func(*Config)) *bridged {
 	br := &bridged{app: newApp(name)}
 	a := br.app
 	sc := swim.DefaultLocalConfig()
@@ -173,13 +173,17 @@ func startBridged(t *testing.T, name string, addrs *swimAddrs) *bridged {
 	var b *Bridge
 	var err error
 	for range 10 {
-		b, err = New(Config{Memberlist: mlConfig(name), Swim: sc, SwimAddr: addrs.of, BroadcastRetransmitMult: broadcastRetransmits,
+		cfg := Config{Memberlist: mlConfig(name), Swim: sc, SwimAddr: addrs.of, BroadcastRetransmitMult: broadcastRetransmits,
 			Messages: swim.MessageFunc(func(m swim.Message) { a.got(m.Payload) }), State: a,
 			Events: swim.EventFunc(func(e swim.Event) {
 				br.evMu.Lock()
 				br.events = append(br.events, e)
 				br.evMu.Unlock()
-			})})
+			})}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		b, err = New(cfg)
 		if err == nil {
 			break
 		}
@@ -316,7 +320,7 @@ func TestMigration(t *testing.T) {
 
 	// The last memberlist-only processes stop; then leave the mode.
 	for _, m := range mls[:2] {
-		require.NoError(t, m.ml.Leave(time.Second))
+		require.NoError(t, m.ml.Leave(5*time.Second))
 		m.shutdown(t)
 	}
 	require.Eventually(t, func() bool {
@@ -345,6 +349,97 @@ func TestMigration(t *testing.T) {
 	for _, br := range brs {
 		require.False(t, br.left("br-0", "br-1", "br-2"), "%s reported a bridged process gone as it left the mode", br.b.name)
 		require.True(t, br.left("ml-2"), "%s did not report the crash", br.b.name)
+		require.NoError(t, br.b.Shutdown())
+	}
+}
+
+// TestRollbackAfterLeavingMode: three bridged processes leave migration
+// mode; then a process running memberlist alone (an old build redeployed)
+// joins through one of them. The standby port answers its join, every
+// process comes back into migration mode, and all four see each other and
+// share the map; once it is gone, each returns to standby by itself, and
+// no bridged process ever saw another leave.
+func TestRollbackAfterLeavingMode(t *testing.T) {
+	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
+	const grace = 2 * time.Second
+	var brs []*bridged
+	for i := range 3 {
+		br := startBridged(t, fmt.Sprintf("br-%d", i), addrs, func(c *Config) { c.StandbyGrace = grace })
+		brs = append(brs, br)
+		if i > 0 {
+			_, err := br.b.Join(context.Background(), mlAddr(brs[0].b.Memberlist().LocalNode()).String())
+			require.NoError(t, err)
+		}
+	}
+	bridgedNames := []string{"br-0", "br-1", "br-2"}
+	require.Eventually(t, func() bool {
+		for _, br := range brs {
+			if !slices.Equal(bridgedNames, names(br.b.Members())) || br.b.Swim().NumMembers() != 3 {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "the bridged cluster did not form")
+	seed := mlAddr(brs[1].b.Memberlist().LocalNode()).String()
+	for _, br := range brs {
+		require.Equal(t, PhaseBridged, br.b.Phase())
+		require.NoError(t, br.b.LeaveMemberlist(context.Background()))
+		require.Equal(t, PhaseStandby, br.b.Phase())
+	}
+
+	// The rollback: memberlist alone, joining through br-1's old port.
+	m := startMLApp(t, "ml-x")
+	_, err := m.ml.Join([]string{seed})
+	require.NoError(t, err, "the standby port did not answer the join")
+	all := []string{"br-0", "br-1", "br-2", "ml-x"}
+	why := func() string {
+		if m.alive() != 4 {
+			return fmt.Sprintf("ml-x sees %d members", m.alive())
+		}
+		if m.keys() != 4 {
+			return fmt.Sprintf("ml-x holds %d keys", m.keys())
+		}
+		for _, br := range brs {
+			if got := names(br.b.Members()); !slices.Equal(all, got) {
+				return fmt.Sprintf("%s sees %v", br.b.name, got)
+			}
+			if br.b.Phase() != PhaseWoken {
+				return fmt.Sprintf("%s is %v", br.b.name, br.b.Phase())
+			}
+			if br.keys() != 4 {
+				return fmt.Sprintf("%s holds %d keys", br.b.name, br.keys())
+			}
+		}
+		return ""
+	}
+	if !assertEventually(t, func() bool { return why() == "" }) {
+		t.Fatalf("the cluster did not come back into migration mode: %s", why())
+	}
+	require.Equal(t, []string{"ml-x"}, brs[0].b.MemberlistOnly())
+
+	// The rolled-back process goes; the others return to standby.
+	require.NoError(t, m.ml.Leave(5*time.Second))
+	m.shutdown(t)
+	require.Eventually(t, func() bool {
+		for _, br := range brs {
+			if br.b.Phase() != PhaseStandby || !slices.Equal(bridgedNames, names(br.b.Members())) {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "the woken processes did not return to standby")
+	var calls uint64
+	for _, br := range brs {
+		st := br.b.Stats()
+		// A process may wake twice: a woken peer's push-pull can reach
+		// its port just after it returned to standby.
+		require.NotZero(t, st.Wakes, "%s never woke", br.b.name)
+		calls += st.RejoinCalls
+		require.False(t, br.left(bridgedNames...), "%s reported a bridged process gone", br.b.name)
+		require.True(t, br.left("ml-x"), "%s did not report ml-x gone", br.b.name)
+	}
+	require.NotZero(t, calls)
+	for _, br := range brs {
 		require.NoError(t, br.b.Shutdown())
 	}
 }

@@ -20,8 +20,12 @@
 // The procedure (docs/migrating.md): replace the processes one at a time
 // by bridged ones; once MemberlistOnly is empty on every process (no
 // process runs memberlist alone), leave the mode one process at a time
-// (LeaveMemberlist, or a restart as a plain swim member). A process
-// rolls back to memberlist while the cluster is still bridged.
+// (LeaveMemberlist). A process that left keeps its memberlist port in
+// standby: a process rolled back to memberlist alone that joins through
+// it wakes it, and the woken process calls the others back into
+// migration mode over swim (Phase); they return to standby by themselves
+// once no process has run memberlist alone for Config.StandbyGrace. A
+// restart as a plain swim member ends the migration for good.
 //
 // This package is a module of its own, so that swim itself does not
 // depend on hashicorp/memberlist.

@@ -36,6 +36,10 @@ const (
 	// agentHTTPOffset places each agent's /migration endpoint.
 	agentHTTPOffset = 2000
 	agentRetrans    = 4 // memberlist's default for the applications' queues
+	// agentGrace is the agents' -standby-grace: how long a process woken
+	// from standby stays in migration mode once no process runs
+	// memberlist alone.
+	agentGrace = 10 * time.Second
 )
 
 // procLine is one JSON line of the agent (migrate/agent).
@@ -43,6 +47,7 @@ type procLine struct {
 	T     int64             `json:"t"`
 	Ev    string            `json:"ev"`
 	Node  string            `json:"node"`
+	Mode  string            `json:"mode"`
 	Names []string          `json:"names"`
 	KV    map[string]string `json:"kv"`
 	Err   string            `json:"err"`
@@ -53,6 +58,7 @@ type procAgent struct {
 	name  string
 	port  int
 	mode  string
+	phase string // the mode or phase its latest line reported
 	value string
 	runs  int
 	cmd   *exec.Cmd
@@ -109,13 +115,13 @@ func (c *procCluster) start(a *procAgent, mode string, seeds ...*procAgent) {
 	}
 	cmd := exec.Command(c.bin, "-name", a.name, "-port", fmt.Sprint(a.port), "-swim-offset", fmt.Sprint(agentOffset),
 		"-mode", mode, "-join", strings.Join(join, ","), "-value", a.value, "-retransmit-mult", fmt.Sprint(agentRetrans),
-		"-http", fmt.Sprintf("127.0.0.1:%d", a.port+agentHTTPOffset))
+		"-http", fmt.Sprintf("127.0.0.1:%d", a.port+agentHTTPOffset), "-standby-grace", agentGrace.String())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(c.t, err)
 	cmd.Stderr = os.Stderr
 	a.mu.Lock()
-	a.view, a.kv, a.mlOnly, a.hasML, a.left, a.ready = nil, nil, nil, false, false, false
+	a.view, a.kv, a.mlOnly, a.hasML, a.left, a.ready, a.phase = nil, nil, nil, false, false, false, mode
 	a.mu.Unlock()
 	require.NoError(c.t, cmd.Start())
 	a.cmd = cmd
@@ -174,6 +180,9 @@ func (c *procCluster) take(a *procAgent, l procLine) {
 		a.mlOnly, a.hasML = l.Names, true
 	case "left":
 		a.left = true
+		a.phase = l.Mode
+	case "mode":
+		a.phase = l.Mode
 	case "error":
 		c.t.Logf("%s: %s", a.name, l.Err)
 	}
@@ -279,8 +288,9 @@ func (c *procCluster) replace(a *procAgent, mode string) {
 // at a time by agents in migration mode, with one process rolled back to
 // memberlist and forward again on the way, and a crash of a
 // memberlist-only and of a bridged process in the middle; then, once no
-// process runs memberlist alone, each leaves migration mode in turn.
-// After every step every live agent sees every live agent and holds its
+// process runs memberlist alone, each leaves migration mode in turn;
+// then one is rolled back to memberlist, which brings the others back
+// into migration mode, and forward again. After every step every live agent sees every live agent and holds its
 // current value; no agent ever drops a live agent from its view.
 func TestMigrationOnProcesses(t *testing.T) {
 	if !*flagProcs {
@@ -347,18 +357,33 @@ func TestMigrationOnProcesses(t *testing.T) {
 	c.logf("no process runs memberlist alone: every agent says so, on its lines and at GET /migration")
 
 	for _, a := range c.agents {
-		require.NoError(t, a.cmd.Process.Signal(syscall.SIGUSR1))
-		why := c.waitFor(agreeWithin, func() string {
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			if !a.left {
-				return a.name + " has not left migration mode"
-			}
-			return ""
-		})
-		require.Empty(t, why)
+		c.leaveMode(a)
 		c.agree(a.name + " left migration mode")
 	}
+
+	c.waitPhase("standby", agreeWithin)
+	c.logf("every agent is out of migration mode, its memberlist port in standby")
+
+	// A rollback after the cluster left migration mode: the process
+	// running memberlist alone joins through standby ports, and the
+	// cluster comes back into migration mode around it.
+	r := c.agents[3]
+	c.replace(r, "memberlist")
+	for _, a := range c.live() {
+		if a == r {
+			continue
+		}
+		st := c.migrationState(a)
+		require.Equal(t, "woken", st.Mode, "%s's /migration: %+v", a.name, st)
+		require.Equal(t, []string{r.name}, st.MemberlistOnly, "%s's /migration: %+v", a.name, st)
+	}
+	c.logf("%s rolled back to memberlist after every process left migration mode: every other process is back in it", r.name)
+	c.replace(r, "bridge")
+	c.leaveMode(r)
+	c.agree(r.name + " forward again and out of migration mode")
+	left := time.Now()
+	c.waitPhase("standby", agentGrace+agreeWithin)
+	c.logf("every process back in standby %v after the last left migration mode (grace %v)", time.Since(left).Round(time.Millisecond), agentGrace)
 
 	// No live agent was ever dropped from a view: the only removals are
 	// of agents the test stopped, after it stopped them.
@@ -373,6 +398,39 @@ func TestMigrationOnProcesses(t *testing.T) {
 	require.Empty(t, false_, "live agents dropped from views")
 	c.logf("no live agent dropped from any view; %d removals, all of agents the test stopped or seen by agents as they stopped; %v in all",
 		len(c.removals), time.Since(start).Round(time.Second))
+}
+
+// leaveMode has a leave migration mode (SIGUSR1) and waits until it says
+// it has.
+func (c *procCluster) leaveMode(a *procAgent) {
+	c.t.Helper()
+	require.NoError(c.t, a.cmd.Process.Signal(syscall.SIGUSR1))
+	why := c.waitFor(agreeWithin, func() string {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if !a.left {
+			return a.name + " has not left migration mode"
+		}
+		return ""
+	})
+	require.Empty(c.t, why)
+}
+
+// waitPhase waits until every live agent's lines report phase.
+func (c *procCluster) waitPhase(phase string, within time.Duration) {
+	c.t.Helper()
+	why := c.waitFor(within, func() string {
+		for _, a := range c.live() {
+			a.mu.Lock()
+			p := a.phase
+			a.mu.Unlock()
+			if p != phase {
+				return fmt.Sprintf("%s is %q", a.name, p)
+			}
+		}
+		return ""
+	})
+	require.Empty(c.t, why, "not every agent reached %s within %v", phase, within)
 }
 
 // migrationState asks a's GET /migration.

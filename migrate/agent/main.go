@@ -18,12 +18,15 @@
 // It prints one JSON line per event on stdout: "ready" when it runs,
 // "view" with the live names of its view whenever they change, "kv" with
 // its map whenever it changes, "mlonly" with the processes running
-// memberlist alone (bridge mode) whenever that changes, and "left" once
-// it left migration mode. With -http it answers GET /migration with its
-// mode, the processes it sees running memberlist alone, and "done" when
-// there are none (and it is not one). SIGUSR1 leaves migration mode
-// (Bridge.LeaveMemberlist); SIGTERM or SIGINT leaves the cluster and
-// exits.
+// memberlist alone (bridge mode) whenever that changes, "left" once it
+// left migration mode, and "mode" whenever a bridged process's phase
+// changes (bridge, standby, woken: migrate.Phase). With -http it answers
+// GET /migration with its mode or phase, the processes it sees running
+// memberlist alone, and "done" when there are none (and it is not one).
+// SIGUSR1 leaves migration mode (Bridge.LeaveMemberlist: the memberlist
+// port stays in standby, and a process rolled back to memberlist that
+// joins through it brings the cluster back into the mode); SIGTERM or
+// SIGINT leaves the cluster and exits.
 package main
 
 import (
@@ -56,6 +59,7 @@ type options struct {
 	port, offset                  int
 	retransmits                   int
 	http                          string
+	grace                         time.Duration
 }
 
 func main() {
@@ -68,6 +72,7 @@ func main() {
 	flag.StringVar(&o.join, "join", "", "comma-separated memberlist addresses (host:port) to join through")
 	flag.StringVar(&o.value, "value", "", "the value of this process's key in the replicated map (default: its start time)")
 	flag.IntVar(&o.retransmits, "retransmit-mult", 4, "RetransmitMult of the memberlist side's broadcast queue")
+	flag.DurationVar(&o.grace, "standby-grace", 30*time.Second, "how long a process woken from standby stays in migration mode after the last process running memberlist alone is gone")
 	flag.StringVar(&o.http, "http", "", "address (host:port) to serve GET /migration on: the mode and the processes running memberlist alone; empty for none")
 	flag.Parse()
 	if o.name == "" {
@@ -235,6 +240,7 @@ func run(o options) error {
 		list      func() []string
 		mlOnly    func() []string
 		leaveMode func(context.Context) error
+		phase     func() string
 	)
 	v := &view{name: o.name, out: pr}
 	onEvent := func(swim.Event) { v.changed() }
@@ -274,10 +280,10 @@ func run(o options) error {
 		sc := swimConfig(o)
 		b, err := migrate.New(migrate.Config{
 			Memberlist: mlConfig(o), Swim: sc, SwimPortOffset: o.offset,
-			BroadcastRetransmitMult: o.retransmits,
-			Events:                  swim.EventFunc(onEvent),
-			Messages:                swim.MessageFunc(func(m swim.Message) { store.message(m.Payload) }),
-			State:                   store,
+			BroadcastRetransmitMult: o.retransmits, StandbyGrace: o.grace,
+			Events:   swim.EventFunc(onEvent),
+			Messages: swim.MessageFunc(func(m swim.Message) { store.message(m.Payload) }),
+			State:    store,
 		})
 		if err != nil {
 			return err
@@ -288,6 +294,7 @@ func run(o options) error {
 		shutdown = b.Shutdown
 		mlOnly = b.MemberlistOnly
 		leaveMode = b.LeaveMemberlist
+		phase = func() string { return b.Phase().String() }
 		v.setList(list)
 		if len(seeds) > 0 {
 			if _, err := b.Join(ctx, seeds...); err != nil {
@@ -325,20 +332,21 @@ func run(o options) error {
 		return fmt.Errorf("-mode %q: want memberlist, bridge or swim", o.mode)
 	}
 
-	var modeMu sync.Mutex
-	mode := o.mode
+	mode := func() string {
+		if phase != nil {
+			return phase()
+		}
+		return o.mode
+	}
 	if o.http != "" {
 		srv := &http.Server{Addr: o.http, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/migration" {
 				http.NotFound(w, r)
 				return
 			}
-			modeMu.Lock()
-			st := migrationState{Node: o.name, Mode: mode, MemberlistOnly: []string{}}
-			only := mlOnly
-			modeMu.Unlock()
-			if only != nil {
-				st.MemberlistOnly = only()
+			st := migrationState{Node: o.name, Mode: mode(), MemberlistOnly: []string{}}
+			if mlOnly != nil {
+				st.MemberlistOnly = append(st.MemberlistOnly, mlOnly()...)
 				slices.Sort(st.MemberlistOnly)
 			}
 			st.Done = st.Mode != "memberlist" && len(st.MemberlistOnly) == 0
@@ -369,6 +377,7 @@ func run(o options) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var lastOnly []string
+	lastMode := mode()
 	for {
 		select {
 		case <-ctx.Done():
@@ -384,19 +393,17 @@ func run(o options) error {
 				if err != nil {
 					pr.print(line{Ev: "error", Node: o.name, Err: err.Error()})
 				}
-				pr.print(line{Ev: "left", Node: o.name})
-				modeMu.Lock()
-				mlOnly, leaveMode, mode = nil, nil, "swim (left migration mode)"
-				modeMu.Unlock()
+				pr.print(line{Ev: "left", Node: o.name, Mode: mode()})
 			}
 		case <-tick.C:
 			_ = broadcast(msg, o.name)
 			v.changed()
-			modeMu.Lock()
-			onlyOf := mlOnly
-			modeMu.Unlock()
-			if onlyOf != nil {
-				only := onlyOf()
+			if m := mode(); m != lastMode {
+				lastMode = m
+				pr.print(line{Ev: "mode", Node: o.name, Mode: m})
+			}
+			if mlOnly != nil {
+				only := mlOnly()
 				slices.Sort(only)
 				if !slices.Equal(only, lastOnly) || lastOnly == nil {
 					lastOnly = append([]string{}, only...)

@@ -1,0 +1,408 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/swim-go/swim"
+)
+
+// Standby: a process that left migration mode keeps its memberlist port,
+// so that a rollback stays safe after the cluster has left the mode. A
+// process that runs memberlist alone and joins the cluster again (an old
+// build redeployed on one machine) joins through memberlist seeds; their
+// ports answer it, which wakes their memberlist side, and a woken process
+// that sees a process running memberlist alone calls every process in
+// standby back into migration mode over swim. Once no process has run
+// memberlist alone for StandbyGrace, the woken processes leave the mode
+// again by themselves.
+//
+// While asleep, the port costs nothing: packets that reach it are dropped
+// (processes still bridged send memberlist's gossip to the recently left
+// for a while), and only a stream, which memberlist opens to join or to
+// exchange state, wakes it. The stream is handed to the woken memberlist
+// side, so the joiner's first join succeeds.
+
+// rejoinPrefix starts the swim broadcast that calls processes in standby
+// back into migration mode; the rest is the caller's name, a NUL, and its
+// memberlist address. The Bridge keeps such messages from the application.
+const rejoinPrefix = "\x00swim/migrate rejoin\x00"
+
+// rejoinEvery paces a woken process's calls while it sees a process that
+// runs memberlist alone: processes in standby that missed one call (or
+// started in standby since) get the next.
+const rejoinEvery = 10 * time.Second
+
+// watchEvery is how often a woken process checks for processes running
+// memberlist alone.
+const watchEvery = time.Second
+
+// Phase is where a Bridge stands in the migration.
+type Phase int
+
+const (
+	// PhaseBridged: a member of both clusters.
+	PhaseBridged Phase = iota
+	// PhaseStandby: out of migration mode, its memberlist port kept; a
+	// process running memberlist alone that joins through it brings the
+	// cluster back into migration mode.
+	PhaseStandby
+	// PhaseWoken: back in migration mode from standby because a process
+	// runs memberlist alone; it returns to standby StandbyGrace after the
+	// last such process is gone.
+	PhaseWoken
+	// PhaseSwim: out of migration mode for good (Config.NoStandby, or the
+	// port could not be kept).
+	PhaseSwim
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseBridged:
+		return "bridge"
+	case PhaseStandby:
+		return "standby"
+	case PhaseWoken:
+		return "woken"
+	case PhaseSwim:
+		return "swim"
+	}
+	return "unknown"
+}
+
+// Phase reports where the Bridge stands.
+func (b *Bridge) Phase() Phase {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.ml != nil && b.woken:
+		return PhaseWoken
+	case b.ml != nil:
+		return PhaseBridged
+	case b.sb != nil:
+		return PhaseStandby
+	}
+	return PhaseSwim
+}
+
+// standby holds a memberlist port for a process out of migration mode:
+// its sockets outlive each memberlist side that runs on them.
+type standby struct {
+	udp   *net.UDPConn
+	tcp   *net.TCPListener
+	adv   netip.AddrPort // the address the process's memberlist side advertised
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	awake *portTransport // the woken memberlist side's transport, nil while asleep
+}
+
+func openStandby(bind, adv netip.AddrPort) (*standby, error) {
+	udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(bind))
+	if err != nil {
+		return nil, err
+	}
+	tcp, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(bind))
+	if err != nil {
+		_ = udp.Close()
+		return nil, err
+	}
+	return &standby{udp: udp, tcp: tcp, adv: adv}, nil
+}
+
+func (s *standby) attached() *portTransport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.awake
+}
+
+func (s *standby) close() {
+	_ = s.udp.Close()
+	_ = s.tcp.Close()
+	s.wg.Wait()
+}
+
+// packets reads the port's packets: to the woken memberlist side, or
+// dropped while asleep.
+func (b *Bridge) standbyPackets(s *standby) {
+	defer s.wg.Done()
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := s.udp.ReadFrom(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		t := s.attached()
+		if t == nil {
+			b.mu.Lock()
+			b.stats.StandbyPacketsDropped++
+			b.mu.Unlock()
+			continue
+		}
+		t.deliverPacket(&memberlist.Packet{Buf: bytes.Clone(buf[:n]), From: from, Timestamp: time.Now()})
+	}
+}
+
+// standbyStreams accepts the port's streams: to the woken memberlist side,
+// after waking it if asleep.
+func (b *Bridge) standbyStreams(s *standby) {
+	defer s.wg.Done()
+	for {
+		conn, err := s.tcp.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		t := s.attached()
+		if t == nil {
+			t = b.wake("")
+		}
+		if t == nil {
+			_ = conn.Close()
+			continue
+		}
+		t.deliverStream(conn)
+	}
+}
+
+// wake starts a memberlist side on the standby port, unless one runs, and
+// joins join through it if given; it returns the side's transport, nil
+// when there is no standby or the Bridge is stopping.
+func (b *Bridge) wake(join string) *portTransport {
+	b.transit.Lock()
+	defer b.transit.Unlock()
+	b.mu.Lock()
+	s, ml := b.sb, b.ml
+	stopping := b.ctx.Err() != nil
+	b.mu.Unlock()
+	if s == nil || stopping {
+		return nil
+	}
+	if ml != nil {
+		if join != "" {
+			b.joinMemberlist(ml, join)
+		}
+		return s.attached()
+	}
+	t := &portTransport{s: s, packets: make(chan *memberlist.Packet, 64), streams: make(chan net.Conn, 8), done: make(chan struct{})}
+	mc := *b.mc
+	mc.Transport = t
+	mc.Delegate = (*mlDelegate)(b)
+	mc.Events = (*mlEvents)(b)
+	s.mu.Lock()
+	s.awake = t
+	s.mu.Unlock()
+	ml, err := memberlist.Create(&mc)
+	if err != nil {
+		_ = t.Shutdown()
+		b.mu.Lock()
+		b.stats.WakeFailures++
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.Lock()
+	b.ml = ml
+	b.woken = true
+	b.stats.Wakes++
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go b.watchWoken(ml)
+	if join != "" {
+		b.joinMemberlist(ml, join)
+	}
+	return t
+}
+
+// joinMemberlist joins the memberlist side through addr in the background.
+func (b *Bridge) joinMemberlist(ml *memberlist.Memberlist, addr string) {
+	b.mu.Lock()
+	if b.ctx.Err() != nil {
+		b.mu.Unlock()
+		return
+	}
+	b.wg.Add(1)
+	b.mu.Unlock()
+	go func() {
+		defer b.wg.Done()
+		_, _ = ml.Join([]string{addr})
+	}()
+}
+
+// watchWoken runs while ml, a memberlist side woken from standby, runs:
+// while a process runs memberlist alone, it calls the processes in
+// standby back over swim; StandbyGrace after the last one is gone, it
+// returns to standby.
+func (b *Bridge) watchWoken(ml *memberlist.Memberlist) {
+	defer b.wg.Done()
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	seen := time.Now() // the wake itself counts: its grace starts now
+	var called time.Time
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if b.Memberlist() != ml {
+			return // LeaveMemberlist took it
+		}
+		now := time.Now()
+		if len(b.MemberlistOnly()) > 0 {
+			seen = now
+			if now.Sub(called) >= rejoinEvery {
+				called = now
+				b.callRejoin(ml)
+			}
+			continue
+		}
+		if now.Sub(seen) >= b.cfg.StandbyGrace {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+			_ = b.leaveMemberlist(ctx, ml, true)
+			cancel()
+			return
+		}
+	}
+}
+
+// callRejoin broadcasts on swim the call back into migration mode, with
+// this process's memberlist address to join through.
+func (b *Bridge) callRejoin(ml *memberlist.Memberlist) {
+	addr := mlAddr(ml.LocalNode())
+	msg := []byte(rejoinPrefix + b.name + "\x00" + addr.String())
+	if _, err := b.sw.Broadcast(msg, rejoinPrefix); err == nil {
+		b.mu.Lock()
+		b.stats.RejoinCalls++
+		b.mu.Unlock()
+	}
+}
+
+// swimMessage keeps the Bridge's own calls from the application.
+func (b *Bridge) swimMessage(m swim.Message) {
+	if rest, ok := strings.CutPrefix(string(m.Payload), rejoinPrefix); ok {
+		name, addr, ok := strings.Cut(rest, "\x00")
+		if ok && name != b.name {
+			if _, err := netip.ParseAddrPort(addr); err == nil {
+				b.rejoinCalled(name, addr)
+			}
+		}
+		return
+	}
+	if b.cfg.Messages != nil {
+		b.cfg.Messages.HandleMessage(m)
+	}
+}
+
+// rejoinCalled answers a call back into migration mode: a process in
+// standby wakes and joins the caller; a woken one joins it if it does
+// not know it (two processes woken apart would otherwise form two
+// memberlist clusters); a process still bridged is in the caller's
+// cluster already.
+func (b *Bridge) rejoinCalled(name, addr string) {
+	b.mu.Lock()
+	sb, ml, woken := b.sb, b.ml, b.woken
+	n, known := b.mlNodes[name]
+	b.mu.Unlock()
+	switch {
+	case sb == nil:
+	case ml == nil:
+		// swim delivers messages on its own goroutine; a wake creates a
+		// memberlist side, which must not hold it up.
+		b.mu.Lock()
+		if b.ctx.Err() != nil {
+			b.mu.Unlock()
+			return
+		}
+		b.wg.Add(1)
+		b.mu.Unlock()
+		go func() {
+			defer b.wg.Done()
+			b.wake(addr)
+		}()
+	case woken && (!known || !mlLive(n.State)):
+		b.joinMemberlist(ml, addr)
+	}
+}
+
+// portTransport is a memberlist Transport on a standby port's sockets:
+// memberlist's own transport would close them at its Shutdown, and a
+// stream that woke the side must reach it.
+type portTransport struct {
+	s       *standby
+	packets chan *memberlist.Packet
+	streams chan net.Conn
+	done    chan struct{}
+	once    sync.Once
+}
+
+var _ memberlist.NodeAwareTransport = (*portTransport)(nil)
+
+func (t *portTransport) FinalAdvertiseAddr(string, int) (net.IP, int, error) {
+	return net.IP(t.s.adv.Addr().AsSlice()), int(t.s.adv.Port()), nil
+}
+
+func (t *portTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return time.Time{}, err
+	}
+	_, err = t.s.udp.WriteTo(b, ua)
+	return time.Now(), err
+}
+
+func (t *portTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	return t.WriteTo(b, a.Addr)
+}
+
+func (t *portTransport) PacketCh() <-chan *memberlist.Packet { return t.packets }
+
+func (t *portTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	return d.Dial("tcp", addr)
+}
+
+func (t *portTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	return t.DialTimeout(a.Addr, timeout)
+}
+
+func (t *portTransport) StreamCh() <-chan net.Conn { return t.streams }
+
+// Shutdown detaches the transport from the port, which stays open.
+func (t *portTransport) Shutdown() error {
+	t.once.Do(func() {
+		close(t.done)
+		t.s.mu.Lock()
+		if t.s.awake == t {
+			t.s.awake = nil
+		}
+		t.s.mu.Unlock()
+	})
+	return nil
+}
+
+func (t *portTransport) deliverPacket(p *memberlist.Packet) {
+	select {
+	case t.packets <- p:
+	case <-t.done:
+	}
+}
+
+func (t *portTransport) deliverStream(c net.Conn) {
+	select {
+	case t.streams <- c:
+	case <-t.done:
+		_ = c.Close()
+	}
+}
