@@ -4,10 +4,11 @@ PKGS := ./...
 .PHONY: help sizes test race lint bench fuzz demo detect traffic pairing massfailure compare scale-4096 procs chaos scale chaos-clean upgrade ui-test chromium broadcast-sim broadcast restarts migration
 
 # Modules of their own, tested and vetted by test and lint besides the
-# root's PKGS: examples/raft depends on hashicorp/raft, internal/compare on
-# hashicorp/memberlist, which the library must not (go test there
+# root's PKGS: examples/raft depends on hashicorp/raft, internal/compare,
+# migrate and examples/agent (whose migrate command runs package migrate)
+# on hashicorp/memberlist, which the library must not (go test there
 # downloads that module's dependencies).
-SUBMODULES := examples/raft internal/compare migrate
+SUBMODULES := examples/raft internal/compare migrate examples/agent
 
 # help: lists the targets, each with the first sentence of the comment
 # above it in this file (the comment has the rest: flags, time, needs).
@@ -23,17 +24,18 @@ sizes:
 	  if [ -n "$$big" ]; then echo "tracked files over 1 MiB:"; echo "$$big"; exit 1; fi
 
 # test: formatting and vet (lint), no tracked file over 1 MiB (sizes), a
-# headless browser for the agent's page (chromium), then every test under the race detector, the root's (the
-# browser test of the page, TestAgentPage, included) then each
-# submodule's, and the join-storm scenario of 1,536 members without it
-# (35 s; five minutes under the race detector); about 4 minutes on 2 cores.
+# headless browser for the agent's page (chromium), then every test under
+# the race detector, the root's then each submodule's (examples/agent's
+# with the browser test of the page, TestAgentPage), and the join-storm
+# scenario of 1,536 members without it (35 s; five minutes under the race
+# detector); about 9 minutes on 2 cores.
 test: lint sizes chromium
 	SWIM_UI_TEST=$${SWIM_UI_TEST:-require} $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -timeout 5m -run '^TestScenarioSuspicionsInAJoinStorm$$' ./internal/sim -storm
 	$(GO) test -count=1 -timeout 5m -run '^TestTreeRepairsAfterCrashes$$' ./internal/sim -tree.n 1000
 	@for m in $(SUBMODULES); do \
 	  echo "cd $$m && $(GO) test -race -count=1 -timeout 5m ./..."; \
-	  (cd $$m && $(GO) test -race -count=1 -timeout 5m ./...) || exit 1; \
+	  (cd $$m && SWIM_UI_TEST=$${SWIM_UI_TEST:-require} $(GO) test -race -count=1 -timeout 5m ./...) || exit 1; \
 	done
 
 # broadcast-sim: the broadcast trees on 10,000 simulated members (virtual
@@ -51,7 +53,7 @@ broadcast-sim:
 # about 30 seconds. Screenshots go to UI_ARTIFACTS.
 UI_ARTIFACTS ?= $(CURDIR)/examples/agent/testdata-out
 ui-test: chromium
-	UI_ARTIFACTS=$(UI_ARTIFACTS) $(GO) test -count=1 -timeout 5m -run '^TestAgentPage$$' -v ./examples/agent
+	cd examples/agent && UI_ARTIFACTS=$(UI_ARTIFACTS) $(GO) test -count=1 -timeout 5m -run '^TestAgentPage$$' -v .
 
 # chromium: installs Debian's chromium with apt-get when no headless
 # browser is on PATH (root needed); fails when it cannot, unless
@@ -162,19 +164,22 @@ chaos:
 	  exit $$status
 
 # migration: a memberlist cluster moved onto swim on real processes
-# (migrate, TestMigrationOnProcesses): 16 agents (migrate/agent) run
+# (TestMigrationOnProcesses in examples/agent/internal/migration): 16
+# agents (agent migrate) run
 # hashicorp/memberlist v0.7.0 alone with a replicated map on broadcasts and
 # state exchange; each is replaced in turn by an agent in migration mode
 # (one rolled back to memberlist and forward again on the way, a
 # memberlist-only and a bridged one crashed together in the middle); then
-# each leaves migration mode. After every step every live agent must see
-# every live one and hold its value, and no live agent may ever leave a
-# view; each agent answers GET /migration (the processes running
-# memberlist alone). Ports 32100-32115 (memberlist), 33100-33115 (swim)
+# each leaves migration mode, its memberlist port in standby; then one is
+# rolled back to memberlist, which brings the others back into migration
+# mode, and forward again, and all return to standby. After every step
+# every live agent must see every live one and hold its value, and no
+# live agent may ever leave a view; each agent answers GET /migration
+# (its phase, the processes running memberlist alone). Ports 32100-32115 (memberlist), 33100-33115 (swim)
 # and 34100-34115 (HTTP) on
 # 127.0.0.1; about 3 minutes.
 migration:
-	cd migrate && $(GO) test -count=1 -timeout 15m -v -run '^TestMigrationOnProcesses$$' . -migration.procs
+	cd examples/agent && $(GO) test -count=1 -timeout 15m -v -run '^TestMigrationOnProcesses$$' ./internal/migration -migration.procs
 
 # chaos-clean: removes what chaos, upgrade and procs runs whose process
 # was killed left behind (internal/chaos/clean.sh): namespaces, agents, agent

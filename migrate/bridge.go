@@ -44,7 +44,9 @@ type Config struct {
 	// Messages receives the messages and broadcasts that reach this
 	// process on either side. Those of the memberlist side have Kind
 	// swim.MessageBestEffort and no From: memberlist does not say who
-	// sent them. Nil drops them.
+	// sent them. Nil drops them. The Bridge's own calls back into
+	// migration mode (swim broadcasts starting with a NUL byte and
+	// "swim/migrate rejoin") are kept from it.
 	Messages swim.MessageHandler
 	// State is the application's state exchange: both sides' push-pulls
 	// call it. Nil: none.
@@ -94,7 +96,10 @@ type Bridge struct {
 	mlNodes map[string]memberlist.Node
 	view    map[string]swim.Member // the one view's live members, by name
 	tried   map[string]time.Time   // swim joins attempted, by name
-	stats   Stats
+	// noSwim holds the peers whose swim join failed since they joined
+	// memberlist: they run memberlist alone, for certain.
+	noSwim map[string]bool
+	stats  Stats
 
 	events *eventQueue
 	ctx    context.Context
@@ -152,6 +157,7 @@ func New(cfg Config) (*Bridge, error) {
 		mlNodes: make(map[string]memberlist.Node),
 		view:    make(map[string]swim.Member),
 		tried:   make(map[string]time.Time),
+		noSwim:  make(map[string]bool),
 		ctx:     ctx,
 		cancel:  cancel,
 	}
@@ -243,6 +249,10 @@ func (b *Bridge) findSwim(node *memberlist.Node) {
 	}
 	addr := b.swimAddrOf(node)
 	if !addr.IsValid() {
+		// SwimAddr knows no swim side for it: it runs memberlist alone.
+		b.mu.Lock()
+		b.noSwim[node.Name] = true
+		b.mu.Unlock()
 		return
 	}
 	b.mu.Lock()
@@ -258,11 +268,15 @@ func (b *Bridge) findSwim(node *memberlist.Node) {
 		defer b.wg.Done()
 		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
 		defer cancel()
-		if _, err := b.sw.Join(ctx, addr.String()); err != nil {
-			b.mu.Lock()
+		_, err := b.sw.Join(ctx, addr.String())
+		b.mu.Lock()
+		if err != nil {
 			b.stats.SwimJoinsFailed++
-			b.mu.Unlock()
+			b.noSwim[node.Name] = true
+		} else {
+			delete(b.noSwim, node.Name)
 		}
+		b.mu.Unlock()
 	}()
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -196,6 +197,42 @@ func startBridged(t *testing.T, name string, addrs *swimAddrs, opts ...func(*Con
 	return br
 }
 
+// leaveOneAtATime takes brs out of migration mode in turn, as the
+// procedure has it: the next leaves once the others' memberlist sides
+// have heard of the leave. (memberlist's Leave waits for its broadcast to
+// go out; a process that learns of its last peer's leave while it leaves
+// itself has nobody left to send it to, and times out.)
+func leaveOneAtATime(t *testing.T, brs []*bridged) {
+	t.Helper()
+	for i, br := range brs {
+		require.Equal(t, PhaseBridged, br.b.Phase())
+		require.NoError(t, br.b.LeaveMemberlist(context.Background()), "%s leaving", br.b.name)
+		require.Eventually(t, func() bool {
+			for _, rest := range brs[i+1:] {
+				if rest.b.Memberlist().NumMembers() != len(brs)-i-1 {
+					return false
+				}
+			}
+			return true
+		}, within, pollEvery, "the others did not hear of %s's leave", br.b.name)
+	}
+}
+
+// inStandby waits until every one of brs is in standby: a process still
+// bridged may wake one that has just left with its push-pull, and such a
+// wake ends by itself.
+func inStandby(t *testing.T, brs []*bridged) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, br := range brs {
+			if br.b.Phase() != PhaseStandby {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "not every process returned to standby")
+}
+
 // assertEventually polls cond until it holds or within passes.
 func assertEventually(t *testing.T, cond func() bool) bool {
 	t.Helper()
@@ -331,10 +368,8 @@ func TestMigration(t *testing.T) {
 		}
 		return true
 	}, within, pollEvery)
-	for _, br := range brs {
-		require.NoError(t, br.b.LeaveMemberlist(context.Background()))
-		require.Nil(t, br.b.Memberlist())
-	}
+	leaveOneAtATime(t, brs)
+	inStandby(t, brs)
 	want := []string{"br-0", "br-1", "br-2"}
 	require.Eventually(t, func() bool {
 		for _, br := range brs {
@@ -374,18 +409,15 @@ func TestRollbackAfterLeavingMode(t *testing.T) {
 	bridgedNames := []string{"br-0", "br-1", "br-2"}
 	require.Eventually(t, func() bool {
 		for _, br := range brs {
-			if !slices.Equal(bridgedNames, names(br.b.Members())) || br.b.Swim().NumMembers() != 3 {
+			if !slices.Equal(bridgedNames, names(br.b.Members())) || br.b.Swim().NumMembers() != 3 || br.b.Memberlist().NumMembers() != 3 {
 				return false
 			}
 		}
 		return true
 	}, within, pollEvery, "the bridged cluster did not form")
 	seed := mlAddr(brs[1].b.Memberlist().LocalNode()).String()
-	for _, br := range brs {
-		require.Equal(t, PhaseBridged, br.b.Phase())
-		require.NoError(t, br.b.LeaveMemberlist(context.Background()))
-		require.Equal(t, PhaseStandby, br.b.Phase())
-	}
+	leaveOneAtATime(t, brs)
+	inStandby(t, brs)
 
 	// The rollback: memberlist alone, joining through br-1's old port.
 	m := startMLApp(t, "ml-x")
@@ -440,6 +472,114 @@ func TestRollbackAfterLeavingMode(t *testing.T) {
 	}
 	require.NotZero(t, calls)
 	for _, br := range brs {
+		require.NoError(t, br.b.Shutdown())
+	}
+}
+
+// TestConfigErrors: each bad Config is refused by New with its reason,
+// before anything listens.
+func TestConfigErrors(t *testing.T) {
+	good := func() Config {
+		sc := swim.DefaultLocalConfig()
+		sc.Name = "p"
+		sc.BindAddr = "127.0.0.1"
+		sc.BindPort = 0
+		return Config{Memberlist: mlConfig("p"), Swim: sc}
+	}
+	cases := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no memberlist config", func(c *Config) { c.Memberlist = nil }, "both required"},
+		{"no swim config", func(c *Config) { c.Swim = nil }, "both required"},
+		{"memberlist delegate set", func(c *Config) { c.Memberlist.Delegate = &mlApp{} }, "Delegate and Events are the Bridge's"},
+		{"swim events set", func(c *Config) { c.Swim.Events = swim.EventFunc(func(swim.Event) {}) }, "are the Bridge's"},
+		{"two names", func(c *Config) { c.Swim.Name = "q" }, "a process has one name"},
+		{"meta too big", func(c *Config) { c.Meta = make([]byte, memberlist.MetaMaxSize+1) }, "over memberlist's"},
+		{"negative offset", func(c *Config) { c.SwimPortOffset = -1 }, "SwimPortOffset must not be negative"},
+		{"negative grace", func(c *Config) { c.StandbyGrace = -time.Second }, "StandbyGrace must not be negative"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good()
+			tc.edit(&c)
+			b, err := New(c)
+			require.Nil(t, b)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestNoStandby: with Config.NoStandby a process that leaves migration
+// mode gives its memberlist port up.
+func TestNoStandby(t *testing.T) {
+	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
+	br := startBridged(t, "br-0", addrs, func(c *Config) { c.NoStandby = true })
+	port := br.b.Memberlist().LocalNode().Port
+	require.NoError(t, br.b.LeaveMemberlist(context.Background()))
+	require.Equal(t, PhaseSwim, br.b.Phase())
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	require.NoError(t, err, "the memberlist port is still held")
+	require.NoError(t, ln.Close())
+	require.NoError(t, br.b.Shutdown())
+}
+
+// TestStrayStreamWakesBriefly: a stream to a standby port that brings no
+// process running memberlist alone (a bridged peer's push-pull, a port
+// scan) wakes the process, which calls nobody and is back in standby
+// after wakeCheck, well before StandbyGrace.
+func TestStrayStreamWakesBriefly(t *testing.T) {
+	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
+	br := startBridged(t, "br-0", addrs, func(c *Config) { c.StandbyGrace = time.Hour })
+	port := br.b.Memberlist().LocalNode().Port
+	require.NoError(t, br.b.LeaveMemberlist(context.Background()))
+	require.Equal(t, PhaseStandby, br.b.Phase())
+
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool { return br.b.Stats().Wakes == 1 }, within, pollEvery, "the stream did not wake it")
+	inStandby(t, []*bridged{br}) // within a minute: the grace is an hour
+	st := br.b.Stats()
+	require.Zero(t, st.RejoinCalls, "a stray stream called the cluster back")
+	require.Equal(t, uint64(1), st.Wakes)
+	require.NoError(t, br.b.Shutdown())
+}
+
+// TestBridgedJoinThroughStandby: a bridged process that joins through a
+// standby port wakes that process only: it is not running memberlist
+// alone (its swim join succeeds), so nobody is called back.
+func TestBridgedJoinThroughStandby(t *testing.T) {
+	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
+	grace := func(c *Config) { c.StandbyGrace = time.Hour }
+	a := startBridged(t, "br-0", addrs, grace)
+	b := startBridged(t, "br-1", addrs, grace)
+	seed := mlAddr(a.b.Memberlist().LocalNode()).String()
+	_, err := b.b.Join(context.Background(), seed)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return a.b.Memberlist().NumMembers() == 2 && a.b.Swim().NumMembers() == 2 }, within, pollEvery)
+	pair := []*bridged{a, b}
+	leaveOneAtATime(t, pair)
+	inStandby(t, pair)
+
+	c := startBridged(t, "br-2", addrs, grace)
+	_, err = c.b.Join(context.Background(), seed)
+	require.NoError(t, err, "the standby port did not answer the join")
+	all := []string{"br-0", "br-1", "br-2"}
+	require.Eventually(t, func() bool {
+		for _, br := range []*bridged{a, b, c} {
+			if !slices.Equal(all, names(br.b.Members())) {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "br-2 was not seen by all")
+	inStandby(t, pair) // within a minute: the grace is an hour
+	require.Equal(t, uint64(1), a.b.Stats().Wakes)
+	require.Zero(t, a.b.Stats().RejoinCalls, "a bridged joiner called the cluster back")
+	require.Zero(t, b.b.Stats().Wakes, "a process the joiner did not contact woke")
+	for _, br := range []*bridged{a, b, c} {
 		require.NoError(t, br.b.Shutdown())
 	}
 }

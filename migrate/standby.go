@@ -29,7 +29,10 @@ import (
 // (processes still bridged send memberlist's gossip to the recently left
 // for a while), and only a stream, which memberlist opens to join or to
 // exchange state, wakes it. The stream is handed to the woken memberlist
-// side, so the joiner's first join succeeds.
+// side, so the joiner's first join succeeds. A process still bridged
+// whose push-pull reaches a process that has just left wakes it too; such
+// a wake finds no process running memberlist alone and ends after
+// wakeCheck.
 
 // rejoinPrefix starts the swim broadcast that calls processes in standby
 // back into migration mode; the rest is the caller's name, a NUL, and its
@@ -44,6 +47,14 @@ const rejoinEvery = 10 * time.Second
 // watchEvery is how often a woken process checks for processes running
 // memberlist alone.
 const watchEvery = time.Second
+
+// wakeCheck is how long a woken process that has found no process
+// running memberlist alone stays awake: the stream that woke it came from
+// a process still bridged (a push-pull to a process that had just left,
+// or a bridged process joining). A joiner running memberlist alone is
+// known at once, its join being that stream, and found once the swim join
+// of it fails (a refused connection, or swim's join timeout of 2 s).
+const wakeCheck = 10 * time.Second
 
 // Phase is where a Bridge stands in the migration.
 type Phase int
@@ -227,29 +238,35 @@ func (b *Bridge) wake(join string) *portTransport {
 
 // joinMemberlist joins the memberlist side through addr in the background.
 func (b *Bridge) joinMemberlist(ml *memberlist.Memberlist, addr string) {
+	b.spawn(func() { _, _ = ml.Join([]string{addr}) })
+}
+
+// spawn runs f on a goroutine Shutdown waits for, unless the Bridge is
+// stopping.
+func (b *Bridge) spawn(f func()) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.ctx.Err() != nil {
-		b.mu.Unlock()
 		return
 	}
 	b.wg.Add(1)
-	b.mu.Unlock()
 	go func() {
 		defer b.wg.Done()
-		_, _ = ml.Join([]string{addr})
+		f()
 	}()
 }
 
 // watchWoken runs while ml, a memberlist side woken from standby, runs:
 // while a process runs memberlist alone, it calls the processes in
-// standby back over swim; StandbyGrace after the last one is gone, it
-// returns to standby.
+// standby back over swim; StandbyGrace after the last one is gone, or
+// wakeCheck after the wake if it saw none, it returns to standby.
 func (b *Bridge) watchWoken(ml *memberlist.Memberlist) {
 	defer b.wg.Done()
 	tick := time.NewTicker(watchEvery)
 	defer tick.Stop()
 	seen := time.Now() // the wake itself counts: its grace starts now
 	var called time.Time
+	found := false // a process running memberlist alone was seen
 	for {
 		select {
 		case <-b.ctx.Done():
@@ -260,21 +277,46 @@ func (b *Bridge) watchWoken(ml *memberlist.Memberlist) {
 			return // LeaveMemberlist took it
 		}
 		now := time.Now()
-		if len(b.MemberlistOnly()) > 0 {
-			seen = now
+		if b.foundMemberlistOnly() {
+			seen, found = now, true
 			if now.Sub(called) >= rejoinEvery {
 				called = now
 				b.callRejoin(ml)
 			}
 			continue
 		}
-		if now.Sub(seen) >= b.cfg.StandbyGrace {
+		stay := b.cfg.StandbyGrace
+		if !found {
+			stay = min(stay, wakeCheck)
+		}
+		if now.Sub(seen) >= stay {
 			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 			_ = b.leaveMemberlist(ctx, ml, true)
 			cancel()
 			return
 		}
 	}
+}
+
+// foundMemberlistOnly reports whether a process runs memberlist alone for
+// certain: it is live on memberlist, not on swim, and its swim join
+// failed. A bridged process that has just joined memberlist is not on
+// swim yet either, but its swim join succeeds; the check tries the swim
+// join of each candidate (findSwim paces the tries).
+func (b *Bridge) foundMemberlistOnly() bool {
+	found := false
+	for _, name := range b.MemberlistOnly() {
+		b.mu.Lock()
+		n, ok := b.mlNodes[name]
+		certain := b.noSwim[name]
+		b.mu.Unlock()
+		if certain {
+			found = true
+		} else if ok {
+			b.findSwim(&n)
+		}
+	}
+	return found
 }
 
 // callRejoin broadcasts on swim the call back into migration mode, with
@@ -320,17 +362,7 @@ func (b *Bridge) rejoinCalled(name, addr string) {
 	case ml == nil:
 		// swim delivers messages on its own goroutine; a wake creates a
 		// memberlist side, which must not hold it up.
-		b.mu.Lock()
-		if b.ctx.Err() != nil {
-			b.mu.Unlock()
-			return
-		}
-		b.wg.Add(1)
-		b.mu.Unlock()
-		go func() {
-			defer b.wg.Done()
-			b.wake(addr)
-		}()
+		b.spawn(func() { b.wake(addr) })
 	case woken && (!known || !mlLive(n.State)):
 		b.joinMemberlist(ml, addr)
 	}

@@ -147,6 +147,12 @@ func (e *mlEvents) NotifyLeave(n *memberlist.Node) {
 		st = memberlist.StateLeft
 	}
 	e.note(n, st)
+	// Whatever runs under the name next is tried afresh: a process
+	// rolled back to memberlist alone may follow a bridged one at once.
+	e.mu.Lock()
+	delete(e.tried, n.Name)
+	delete(e.noSwim, n.Name)
+	e.mu.Unlock()
 }
 
 func (e *mlEvents) NotifyUpdate(n *memberlist.Node) { e.note(n, memberlist.StateAlive) }

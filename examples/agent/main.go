@@ -37,6 +37,7 @@
 //	agent -name c -keyfile /etc/swim/keys -label prod -allow 10.0.0.0/8
 //	agent -bind 0.0.0.0 -join swim.default.svc.cluster.local -http :8080
 //	agent identity|root|pubkey|cert ...   (signing keys and certificates, below)
+//	agent migrate -name a -mode bridge ...  (a process moving from memberlist: docs/migrating.md)
 //
 // # Membership and timing
 //

@@ -272,15 +272,6 @@ func checkCertificate(cfg *swim.Config, now time.Time) error {
 	return nil
 }
 
-// commands are the agent's operator commands, `agent COMMAND ARGS`, which
-// make the files the signing flags read and exit.
-var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
-	"identity": cmdIdentity,
-	"root":     cmdRoot,
-	"pubkey":   cmdPubkey,
-	"cert":     cmdCert,
-}
-
 // commandFlags returns the flag set of a command, printing usage and its
 // flags on -h and errors.
 func commandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {

@@ -115,7 +115,15 @@ func run(ctx context.Context, o options) error {
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
-	build := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "github.com/swim-go/swim/examples/agent")
+	// The agent is a module of its own (its migrate command needs
+	// hashicorp/memberlist, which swim's module must not): it is built in
+	// its directory of the swim tree the demo runs in.
+	root, err := exec.CommandContext(ctx, goCmd, "list", "-m", "-f", "{{.Dir}}", "github.com/swim-go/swim").Output()
+	if err != nil {
+		return fmt.Errorf("finding swim's tree (run the demo in it: make demo): %w", err)
+	}
+	build := exec.CommandContext(ctx, goCmd, "build", "-o", bin, ".")
+	build.Dir = filepath.Join(strings.TrimSpace(string(root)), "examples", "agent")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build agent: %w", err)

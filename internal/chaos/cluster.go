@@ -19,15 +19,29 @@ import (
 	"time"
 )
 
-// BuildAgent compiles examples/agent into dir (which must be readable by
-// the agents' uids) and returns the binary's path. goCmd is the go command.
+// BuildAgent compiles examples/agent of the repository the go command is
+// run in into dir (which must be readable by the agents' uids) and returns
+// the binary's path. goCmd is the go command.
 func BuildAgent(goCmd, dir string) (string, error) {
-	bin := filepath.Join(dir, "agent")
-	out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/swim-go/swim/examples/agent").CombinedOutput()
+	root, err := ModuleRoot(goCmd)
 	if err != nil {
-		return "", fmt.Errorf("go build examples/agent: %w: %s", err, out)
+		return "", err
+	}
+	bin := filepath.Join(dir, "agent")
+	if err := BuildAgentAt(goCmd, root, bin); err != nil {
+		return "", err
 	}
 	return bin, nil
+}
+
+// ModuleRoot returns the directory of swim's root module, as the go
+// command run in the working directory finds it.
+func ModuleRoot(goCmd string) (string, error) {
+	out, err := exec.Command(goCmd, "list", "-m", "-f", "{{.Dir}}", "github.com/swim-go/swim").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m github.com/swim-go/swim: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // ClusterConfig describes the agents of a Cluster.

@@ -100,15 +100,20 @@ func CleanStaleCheckouts(repo string) []string {
 	return cleaned
 }
 
-// BuildAgentAt compiles examples/agent of the module whose root is
-// moduleDir into the file bin, inside that directory: with that module's
-// own go.mod and go.sum, and no go.work.
+// BuildAgentAt compiles examples/agent of the repository whose root is
+// moduleDir into the file bin, with the go.mod and go.sum of its tree and
+// no go.work: in its own module (examples/agent/go.mod) where it has one,
+// as in this tree, else in the root module, as in older commits.
 func BuildAgentAt(goCmd, moduleDir, bin string) error {
 	cmd := exec.Command(goCmd, "build", "-o", bin, "./examples/agent")
 	cmd.Dir = moduleDir
+	if _, err := os.Stat(filepath.Join(moduleDir, "examples", "agent", "go.mod")); err == nil {
+		cmd = exec.Command(goCmd, "build", "-o", bin, ".")
+		cmd.Dir = filepath.Join(moduleDir, "examples", "agent")
+	}
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./examples/agent in %s: %w: %s", moduleDir, err, out)
+		return fmt.Errorf("go build examples/agent in %s: %w: %s", moduleDir, err, out)
 	}
 	return nil
 }

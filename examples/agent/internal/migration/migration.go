@@ -1,10 +1,10 @@
-// Command agent runs one process of a cluster being moved from
-// hashicorp/memberlist to swim, in one of three modes, with an
-// application on top: a replicated map in which each process holds one
-// key, spread by broadcasts and by the state exchange, the way dskit's
-// memberlist KV is built. It is the agent of docs/migrating.md's
-// procedure and of the migration test on real processes (make
-// migration).
+// Package migration is the agent's migrate command: one process of a
+// cluster being moved from hashicorp/memberlist to swim, in one of three
+// modes, with an application on top: a replicated map in which each
+// process holds one key, spread by broadcasts and by the state exchange,
+// the way dskit's memberlist KV is built. It is the agent of
+// docs/migrating.md's procedure and of the migration test on real
+// processes (make migration).
 //
 //	-mode memberlist  hashicorp/memberlist v0.7.0 alone, as before the migration
 //	-mode bridge      migration mode: a member of both clusters (package migrate)
@@ -27,7 +27,7 @@
 // port stays in standby, and a process rolled back to memberlist that
 // joins through it brings the cluster back into the mode); SIGTERM or
 // SIGINT leaves the cluster and exits.
-package main
+package migration
 
 import (
 	"context"
@@ -54,7 +54,8 @@ import (
 	"github.com/swim-go/swim/migrate"
 )
 
-type options struct {
+// Options are the migrate command's flags.
+type Options struct {
 	name, bind, mode, join, value string
 	port, offset                  int
 	retransmits                   int
@@ -62,30 +63,35 @@ type options struct {
 	grace                         time.Duration
 }
 
-func main() {
-	var o options
-	flag.StringVar(&o.name, "name", "", "process name, unique in the cluster")
-	flag.StringVar(&o.bind, "bind", "127.0.0.1", "IP address to listen on")
-	flag.IntVar(&o.port, "port", 7946, "memberlist port; swim listens on this plus -swim-offset")
-	flag.IntVar(&o.offset, "swim-offset", 1000, "swim port minus memberlist port, the same on every process")
-	flag.StringVar(&o.mode, "mode", "bridge", "memberlist, bridge or swim")
-	flag.StringVar(&o.join, "join", "", "comma-separated memberlist addresses (host:port) to join through")
-	flag.StringVar(&o.value, "value", "", "the value of this process's key in the replicated map (default: its start time)")
-	flag.IntVar(&o.retransmits, "retransmit-mult", 4, "RetransmitMult of the memberlist side's broadcast queue")
-	flag.DurationVar(&o.grace, "standby-grace", 30*time.Second, "how long a process woken from standby stays in migration mode after the last process running memberlist alone is gone")
-	flag.StringVar(&o.http, "http", "", "address (host:port) to serve GET /migration on: the mode and the processes running memberlist alone; empty for none")
-	flag.Parse()
-	if o.name == "" {
-		fmt.Fprintln(os.Stderr, "agent: -name is required")
-		os.Exit(2)
+// Flags defines the command's flags on fs.
+func Flags(fs *flag.FlagSet) *Options {
+	o := &Options{}
+	fs.StringVar(&o.name, "name", "", "process name, unique in the cluster (required)")
+	fs.StringVar(&o.bind, "bind", "127.0.0.1", "IP address to listen on")
+	fs.IntVar(&o.port, "port", 7946, "memberlist port; swim listens on this plus -swim-offset")
+	fs.IntVar(&o.offset, "swim-offset", 1000, "swim port minus memberlist port, the same on every process")
+	fs.StringVar(&o.mode, "mode", "bridge", "memberlist, bridge or swim")
+	fs.StringVar(&o.join, "join", "", "comma-separated memberlist addresses (host:port) to join through")
+	fs.StringVar(&o.value, "value", "", "the value of this process's key in the replicated map (default: its start time)")
+	fs.IntVar(&o.retransmits, "retransmit-mult", 4, "RetransmitMult of the memberlist side's broadcast queue")
+	fs.DurationVar(&o.grace, "standby-grace", 30*time.Second, "how long a process woken from standby stays in migration mode after the last process running memberlist alone is gone")
+	fs.StringVar(&o.http, "http", "", "address (host:port) to serve GET /migration on: the mode and the processes running memberlist alone; empty for none")
+	return o
+}
+
+// Check reports what is wrong with the flags' values.
+func (o *Options) Check() error {
+	switch {
+	case o.name == "":
+		return errors.New("-name is required")
+	case o.mode != "memberlist" && o.mode != "bridge" && o.mode != "swim":
+		return fmt.Errorf("-mode %q: want memberlist, bridge or swim", o.mode)
+	case o.port < 0 || o.port > 65535 || o.port+o.offset < 1 || o.port+o.offset > 65535:
+		return fmt.Errorf("-port %d and -swim-offset %d: both ports must be in 1..65535", o.port, o.offset)
+	case o.grace <= 0:
+		return fmt.Errorf("-standby-grace %v: must be positive", o.grace)
 	}
-	if o.value == "" {
-		o.value = strconv.FormatInt(time.Now().UnixNano(), 36)
-	}
-	if err := run(o); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		os.Exit(1)
-	}
+	return nil
 }
 
 // out prints the agent's JSON lines, one at a time.
@@ -224,14 +230,25 @@ func (v *view) changed() {
 	}
 }
 
-func run(o options) error {
-	pr := &out{enc: json.NewEncoder(os.Stdout)}
+// Run runs the process until SIGTERM or SIGINT; leaveSignals take it out
+// of migration mode.
+func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
+	if o.value == "" {
+		o.value = strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
+	pr := &out{enc: json.NewEncoder(stdout)}
 	store := &kv{m: map[string]entry{}, name: o.name, out: pr}
 	seeds := splitList(o.join)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
+	if len(leaveSignals) > 0 {
+		signal.Notify(usr1, leaveSignals...)
+		defer signal.Stop(usr1)
+	}
 
 	var (
 		broadcast func(msg []byte, key string) error
@@ -425,7 +442,7 @@ type migrationState struct {
 	Done           bool     `json:"done"`
 }
 
-func mlConfig(o options) *memberlist.Config {
+func mlConfig(o *Options) *memberlist.Config {
 	c := memberlist.DefaultLANConfig()
 	c.Name = o.name
 	c.BindAddr = o.bind
@@ -436,7 +453,7 @@ func mlConfig(o options) *memberlist.Config {
 	return c
 }
 
-func swimConfig(o options) *swim.Config {
+func swimConfig(o *Options) *swim.Config {
 	c := swim.DefaultLANConfig()
 	c.Name = o.name
 	c.BindAddr = o.bind

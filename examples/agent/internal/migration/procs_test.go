@@ -1,4 +1,6 @@
-package migrate
+//go:build linux
+
+package migration
 
 import (
 	"bufio"
@@ -42,7 +44,7 @@ const (
 	agentGrace = 10 * time.Second
 )
 
-// procLine is one JSON line of the agent (migrate/agent).
+// procLine is one JSON line of the agent's migrate command.
 type procLine struct {
 	T     int64             `json:"t"`
 	Ev    string            `json:"ev"`
@@ -113,7 +115,7 @@ func (c *procCluster) start(a *procAgent, mode string, seeds ...*procAgent) {
 	for _, s := range seeds {
 		join = append(join, c.addr(s))
 	}
-	cmd := exec.Command(c.bin, "-name", a.name, "-port", fmt.Sprint(a.port), "-swim-offset", fmt.Sprint(agentOffset),
+	cmd := exec.Command(c.bin, "migrate", "-name", a.name, "-port", fmt.Sprint(a.port), "-swim-offset", fmt.Sprint(agentOffset),
 		"-mode", mode, "-join", strings.Join(join, ","), "-value", a.value, "-retransmit-mult", fmt.Sprint(agentRetrans),
 		"-http", fmt.Sprintf("127.0.0.1:%d", a.port+agentHTTPOffset), "-standby-grace", agentGrace.String())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -297,7 +299,7 @@ func TestMigrationOnProcesses(t *testing.T) {
 		t.Skip("a run on real processes: make migration (or -migration.procs)")
 	}
 	bin := filepath.Join(t.TempDir(), "agent")
-	build := exec.Command("go", "build", "-o", bin, "./agent")
+	build := exec.Command("go", "build", "-o", bin, "github.com/swim-go/swim/examples/agent")
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
 	c := &procCluster{t: t, bin: bin, stops: map[string][]stopSpan{}}
