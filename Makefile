@@ -170,7 +170,8 @@ chaos:
 # state exchange; each is replaced in turn by an agent in migration mode
 # (one rolled back to memberlist and forward again on the way, a
 # memberlist-only and a bridged one crashed together in the middle); then
-# each leaves migration mode, its memberlist port in standby; then one is
+# each leaves migration mode, its memberlist port in standby, and one is
+# restarted in standby; then one is
 # rolled back to memberlist, which brings the others back into migration
 # mode, and forward again, and all return to standby. After every step
 # every live agent must see every live one and hold its value, and no

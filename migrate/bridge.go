@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -63,6 +65,11 @@ type Config struct {
 	// process rolled back to memberlist alone after the cluster left the
 	// mode brings the cluster back into it instead of standing alone.
 	NoStandby bool
+	// StartInStandby starts the process out of migration mode, its
+	// memberlist port in standby: for a process restarted after it left
+	// the mode (step 4 of docs/migrating.md). Join then joins the swim
+	// sides of the seeds it is given.
+	StartInStandby bool
 }
 
 // Errors of the Bridge.
@@ -140,6 +147,8 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, errors.New("migrate: SwimPortOffset must not be negative")
 	case cfg.StandbyGrace < 0:
 		return nil, errors.New("migrate: StandbyGrace must not be negative")
+	case cfg.StartInStandby && cfg.NoStandby:
+		return nil, errors.New("migrate: StartInStandby and NoStandby contradict each other")
 	}
 	if cfg.StandbyGrace == 0 {
 		cfg.StandbyGrace = 30 * time.Second
@@ -184,6 +193,19 @@ func New(cfg Config) (*Bridge, error) {
 	b.queue = &memberlist.TransmitLimitedQueue{NumNodes: b.numMemberlistNodes, RetransmitMult: retransmits}
 	mc.Delegate = (*mlDelegate)(b)
 	mc.Events = (*mlEvents)(b)
+	if cfg.StartInStandby {
+		b.mc = &mc
+		b.transit.Lock()
+		err := b.openStandby(b.standbyAdvertise())
+		b.transit.Unlock()
+		if err != nil {
+			_ = sw.Shutdown()
+			cancel()
+			b.events.close()
+			return nil, err
+		}
+		return b, nil
+	}
 	ml, err := memberlist.Create(&mc)
 	if err != nil {
 		_ = sw.Shutdown()
@@ -211,11 +233,13 @@ func (b *Bridge) Memberlist() *memberlist.Memberlist {
 
 // Join joins the old cluster through seeds (memberlist addresses), then
 // the swim sides of the bridged processes it finds there. It returns how
-// many memberlist seeds answered.
+// many memberlist seeds answered. Out of migration mode (standby), it
+// joins the seeds' swim sides (Config.SwimAddr, given a Node with the
+// seed's address and port only) and returns how many answered.
 func (b *Bridge) Join(ctx context.Context, seeds ...string) (int, error) {
 	ml := b.Memberlist()
 	if ml == nil {
-		return 0, ErrLeftMode
+		return b.joinSwimOf(ctx, seeds)
 	}
 	n, err := ml.Join(seeds)
 	if err != nil {
@@ -227,6 +251,35 @@ func (b *Bridge) Join(ctx context.Context, seeds ...string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// joinSwimOf joins the swim sides of seeds, memberlist addresses.
+func (b *Bridge) joinSwimOf(ctx context.Context, seeds []string) (int, error) {
+	var addrs []string
+	for _, seed := range seeds {
+		host, portText, err := net.SplitHostPort(seed)
+		if err != nil {
+			return 0, fmt.Errorf("migrate: seed %q: %w", seed, err)
+		}
+		port, err := strconv.ParseUint(portText, 10, 16)
+		if err != nil {
+			return 0, fmt.Errorf("migrate: seed %q: port: %w", seed, err)
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return 0, fmt.Errorf("migrate: seed %q: %w", seed, err)
+		}
+		for _, ip := range ips {
+			node := &memberlist.Node{Addr: net.IP(ip.Unmap().AsSlice()), Port: uint16(port)}
+			if a := b.swimAddrOf(node); a.IsValid() {
+				addrs = append(addrs, a.String())
+			}
+		}
+	}
+	if len(addrs) == 0 {
+		return 0, fmt.Errorf("migrate: no swim address for the seeds %q", seeds)
+	}
+	return b.sw.Join(ctx, addrs...)
 }
 
 // JoinSwim joins the swim cluster through addrs directly: once every
@@ -377,6 +430,8 @@ func (b *Bridge) openStandby(adv netip.AddrPort) error {
 	if err != nil {
 		return fmt.Errorf("migrate: standby on %v: %w", bind, err)
 	}
+	// Port 0 bound a free one: a side woken on it runs there.
+	b.mc.BindPort = s.tcp.Addr().(*net.TCPAddr).Port
 	s.wg.Add(2)
 	go b.standbyPackets(s)
 	go b.standbyStreams(s)
@@ -384,6 +439,25 @@ func (b *Bridge) openStandby(adv netip.AddrPort) error {
 	b.sb = s
 	b.mu.Unlock()
 	return nil
+}
+
+// standbyAdvertise is the memberlist address of a process that starts in
+// standby, as memberlist's own transport picks it: AdvertiseAddr and
+// AdvertisePort if AdvertiseAddr is set, else the bound address (swim's
+// advertised IP where that is unspecified) and port. Port 0 stands for
+// the port the standby binds.
+func (b *Bridge) standbyAdvertise() netip.AddrPort {
+	port := uint16(b.mc.BindPort)
+	if ip, err := netip.ParseAddr(b.mc.AdvertiseAddr); err == nil {
+		if b.mc.BindPort != 0 {
+			port = uint16(b.mc.AdvertisePort)
+		}
+		return netip.AddrPortFrom(ip.Unmap(), port)
+	}
+	if ip, err := netip.ParseAddr(b.mc.BindAddr); err == nil && !ip.IsUnspecified() {
+		return netip.AddrPortFrom(ip.Unmap(), port)
+	}
+	return netip.AddrPortFrom(b.sw.LocalMember().Addr.Addr(), port)
 }
 
 // Leave leaves both clusters gracefully; the memberlist port is not kept.

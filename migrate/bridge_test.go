@@ -116,11 +116,14 @@ func mlConfig(name string) *memberlist.Config {
 	return c
 }
 
-func startMLApp(t *testing.T, name string) *mlApp {
+func startMLApp(t *testing.T, name string, opts ...func(*memberlist.Config)) *mlApp {
 	m := &mlApp{app: newApp(name)}
 	m.queue = &memberlist.TransmitLimitedQueue{NumNodes: func() int { return max(m.alive(), 1) }, RetransmitMult: broadcastRetransmits}
 	c := mlConfig(name)
 	c.Delegate = m
+	for _, o := range opts {
+		o(c)
+	}
 	var err error
 	// Port 0 picks a free TCP port, and UDP then binds the same number,
 	// which may be taken: retry, as memberlist itself does.
@@ -155,12 +158,18 @@ func (br *bridged) left(names ...string) bool {
 type swimAddrs struct {
 	mu sync.Mutex
 	m  map[string]netip.AddrPort
+	// byML is the same by memberlist address, for a Join out of
+	// migration mode, which knows its seeds by address only.
+	byML map[netip.AddrPort]netip.AddrPort
 }
 
 func (s *swimAddrs) of(n *memberlist.Node) netip.AddrPort {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[n.Name]
+	if a, ok := s.m[n.Name]; ok {
+		return a
+	}
+	return s.byML[mlAddr(n)]
 }
 
 func startBridged(t *testing.T, name string, addrs *swimAddrs, opts ...func(*Config)) *bridged {
@@ -192,6 +201,10 @@ func startBridged(t *testing.T, name string, addrs *swimAddrs, opts ...func(*Con
 	require.NoError(t, err)
 	addrs.mu.Lock()
 	addrs.m[name] = b.Swim().LocalMember().Addr
+	if addrs.byML == nil {
+		addrs.byML = map[netip.AddrPort]netip.AddrPort{}
+	}
+	addrs.byML[b.MemberlistAddr()] = b.Swim().LocalMember().Addr
 	addrs.mu.Unlock()
 	br.b = b
 	return br
@@ -394,12 +407,27 @@ func TestMigration(t *testing.T) {
 // process comes back into migration mode, and all four see each other and
 // share the map; once it is gone, each returns to standby by itself, and
 // no bridged process ever saw another leave.
+// It runs on a plaintext cluster and on one with memberlist's encryption
+// and label, which the woken memberlist side keeps.
 func TestRollbackAfterLeavingMode(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) { rollbackAfterLeavingMode(t, func(*memberlist.Config) {}) })
+	t.Run("encrypted and labelled", func(t *testing.T) {
+		rollbackAfterLeavingMode(t, func(c *memberlist.Config) {
+			c.SecretKey = []byte("0123456789abcdef0123456789abcdef")
+			c.Label = "prod"
+		})
+	})
+}
+
+func rollbackAfterLeavingMode(t *testing.T, mlOpt func(*memberlist.Config)) {
 	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
 	const grace = 2 * time.Second
 	var brs []*bridged
 	for i := range 3 {
-		br := startBridged(t, fmt.Sprintf("br-%d", i), addrs, func(c *Config) { c.StandbyGrace = grace })
+		br := startBridged(t, fmt.Sprintf("br-%d", i), addrs, func(c *Config) {
+			c.StandbyGrace = grace
+			mlOpt(c.Memberlist)
+		})
 		brs = append(brs, br)
 		if i > 0 {
 			_, err := br.b.Join(context.Background(), mlAddr(brs[0].b.Memberlist().LocalNode()).String())
@@ -420,7 +448,7 @@ func TestRollbackAfterLeavingMode(t *testing.T) {
 	inStandby(t, brs)
 
 	// The rollback: memberlist alone, joining through br-1's old port.
-	m := startMLApp(t, "ml-x")
+	m := startMLApp(t, "ml-x", mlOpt)
 	_, err := m.ml.Join([]string{seed})
 	require.NoError(t, err, "the standby port did not answer the join")
 	all := []string{"br-0", "br-1", "br-2", "ml-x"}
@@ -499,6 +527,7 @@ func TestConfigErrors(t *testing.T) {
 		{"meta too big", func(c *Config) { c.Meta = make([]byte, memberlist.MetaMaxSize+1) }, "over memberlist's"},
 		{"negative offset", func(c *Config) { c.SwimPortOffset = -1 }, "SwimPortOffset must not be negative"},
 		{"negative grace", func(c *Config) { c.StandbyGrace = -time.Second }, "StandbyGrace must not be negative"},
+		{"standby both ways", func(c *Config) { c.StartInStandby, c.NoStandby = true, true }, "contradict"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -580,6 +609,63 @@ func TestBridgedJoinThroughStandby(t *testing.T) {
 	require.Zero(t, a.b.Stats().RejoinCalls, "a bridged joiner called the cluster back")
 	require.Zero(t, b.b.Stats().Wakes, "a process the joiner did not contact woke")
 	for _, br := range []*bridged{a, b, c} {
+		require.NoError(t, br.b.Shutdown())
+	}
+}
+
+// TestStartInStandby: a process restarted after the cluster left
+// migration mode starts in standby: it joins the others' swim sides
+// through their memberlist addresses, runs no memberlist, and its port
+// wakes like any standby port when a process running memberlist alone
+// joins through it.
+func TestStartInStandby(t *testing.T) {
+	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
+	grace := func(c *Config) { c.StandbyGrace = 2 * time.Second }
+	a := startBridged(t, "br-0", addrs, grace)
+	b := startBridged(t, "br-1", addrs, grace)
+	_, err := b.b.Join(context.Background(), a.b.MemberlistAddr().String())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return a.b.Memberlist().NumMembers() == 2 && a.b.Swim().NumMembers() == 2 }, within, pollEvery)
+	pair := []*bridged{a, b}
+	leaveOneAtATime(t, pair)
+	inStandby(t, pair)
+
+	c := startBridged(t, "br-2", addrs, grace, func(c *Config) { c.StartInStandby = true })
+	require.Equal(t, PhaseStandby, c.b.Phase())
+	require.Nil(t, c.b.Memberlist())
+	n, err := c.b.Join(context.Background(), a.b.MemberlistAddr().String())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	three := []*bridged{a, b, c}
+	bridgedNames := []string{"br-0", "br-1", "br-2"}
+	require.Eventually(t, func() bool {
+		for _, br := range three {
+			if !slices.Equal(bridgedNames, names(br.b.Members())) {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "br-2 did not join the swim sides")
+	require.Zero(t, a.b.Stats().Wakes, "a swim join woke a standby port")
+
+	m := startMLApp(t, "ml-x")
+	_, err = m.ml.Join([]string{c.b.MemberlistAddr().String()})
+	require.NoError(t, err, "the standby port of a process started in standby did not answer")
+	require.Eventually(t, func() bool {
+		if m.alive() != 4 {
+			return false
+		}
+		for _, br := range three {
+			if !slices.Contains(names(br.b.Members()), "ml-x") {
+				return false
+			}
+		}
+		return true
+	}, within, pollEvery, "the cluster did not come back around ml-x")
+	require.NoError(t, m.ml.Leave(5*time.Second))
+	m.shutdown(t)
+	inStandby(t, three)
+	for _, br := range three {
 		require.NoError(t, br.b.Shutdown())
 	}
 }

@@ -25,7 +25,9 @@
 // it wakes it, and the woken process calls the others back into
 // migration mode over swim (Phase); they return to standby by themselves
 // once no process has run memberlist alone for Config.StandbyGrace. A
-// restart as a plain swim member ends the migration for good.
+// process restarted after it left the mode starts in standby
+// (Config.StartInStandby). A restart as a plain swim member ends the
+// migration for good.
 //
 // This package is a module of its own, so that swim itself does not
 // depend on hashicorp/memberlist.

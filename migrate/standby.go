@@ -104,6 +104,22 @@ func (b *Bridge) Phase() Phase {
 	return PhaseSwim
 }
 
+// MemberlistAddr is the address this process's memberlist side
+// advertises, or would advertise on waking; invalid once the port is
+// given up (PhaseSwim).
+func (b *Bridge) MemberlistAddr() netip.AddrPort {
+	b.mu.Lock()
+	ml, sb := b.ml, b.sb
+	b.mu.Unlock()
+	switch {
+	case ml != nil:
+		return mlAddr(ml.LocalNode())
+	case sb != nil:
+		return sb.adv
+	}
+	return netip.AddrPort{}
+}
+
 // standby holds a memberlist port for a process out of migration mode:
 // its sockets outlive each memberlist side that runs on them.
 type standby struct {
@@ -115,15 +131,21 @@ type standby struct {
 	awake *portTransport // the woken memberlist side's transport, nil while asleep
 }
 
+// openStandby binds the port, TCP first so that port 0 picks one for
+// both, as memberlist does; an advertised port 0 is the bound one.
 func openStandby(bind, adv netip.AddrPort) (*standby, error) {
-	udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(bind))
+	tcp, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(bind))
 	if err != nil {
 		return nil, err
 	}
-	tcp, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(bind))
+	port := uint16(tcp.Addr().(*net.TCPAddr).Port)
+	udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(bind.Addr(), port)))
 	if err != nil {
-		_ = udp.Close()
+		_ = tcp.Close()
 		return nil, err
+	}
+	if adv.Port() == 0 {
+		adv = netip.AddrPortFrom(adv.Addr(), port)
 	}
 	return &standby{udp: udp, tcp: tcp, adv: adv}, nil
 }

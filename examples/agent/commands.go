@@ -22,7 +22,7 @@ var commands = map[string]func(args []string, stdout, stderr io.Writer) error{
 // alone, migration mode, or swim alone (-mode), with a replicated map on
 // top; SIGUSR1 leaves migration mode.
 func cmdMigrate(args []string, stdout, stderr io.Writer) error {
-	fs := commandFlags("migrate", "-name NAME -mode memberlist|bridge|swim [-port N] [-join ADDRS] [flags]", stderr)
+	fs := commandFlags("migrate", "-name NAME -mode memberlist|bridge|standby|swim [-port N] [-join ADDRS] [flags]", stderr)
 	o := migration.Flags(fs)
 	if err := parseCommand(fs, args, 0); err != nil {
 		return err

@@ -16,7 +16,7 @@ func TestMigrateCommandLine(t *testing.T) {
 		want string
 	}{
 		{[]string{"-mode", "bridge"}, "-name is required"},
-		{[]string{"-name", "a", "-mode", "consul"}, `-mode "consul": want memberlist, bridge or swim`},
+		{[]string{"-name", "a", "-mode", "consul"}, `-mode "consul": want memberlist, bridge, standby or swim`},
 		{[]string{"-name", "a", "-port", "65000", "-swim-offset", "1000"}, "both ports must be in 1..65535"},
 		{[]string{"-name", "a", "-standby-grace", "0s"}, "-standby-grace 0s: must be positive"},
 		{[]string{"-name", "a", "extra"}, `want 0 arguments, got ["extra"]`},

@@ -8,6 +8,8 @@
 //
 //	-mode memberlist  hashicorp/memberlist v0.7.0 alone, as before the migration
 //	-mode bridge      migration mode: a member of both clusters (package migrate)
+//	-mode standby     out of migration mode, its memberlist port in standby
+//	                  (a process restarted after it left the mode)
 //	-mode swim        swim alone, after the migration
 //
 // A process listens on -port for memberlist and on -port plus
@@ -70,7 +72,7 @@ func Flags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.bind, "bind", "127.0.0.1", "IP address to listen on")
 	fs.IntVar(&o.port, "port", 7946, "memberlist port; swim listens on this plus -swim-offset")
 	fs.IntVar(&o.offset, "swim-offset", 1000, "swim port minus memberlist port, the same on every process")
-	fs.StringVar(&o.mode, "mode", "bridge", "memberlist, bridge or swim")
+	fs.StringVar(&o.mode, "mode", "bridge", "memberlist, bridge, standby (out of migration mode, its memberlist port in standby: a restart after leaving it) or swim")
 	fs.StringVar(&o.join, "join", "", "comma-separated memberlist addresses (host:port) to join through")
 	fs.StringVar(&o.value, "value", "", "the value of this process's key in the replicated map (default: its start time)")
 	fs.IntVar(&o.retransmits, "retransmit-mult", 4, "RetransmitMult of the memberlist side's broadcast queue")
@@ -84,8 +86,8 @@ func (o *Options) Check() error {
 	switch {
 	case o.name == "":
 		return errors.New("-name is required")
-	case o.mode != "memberlist" && o.mode != "bridge" && o.mode != "swim":
-		return fmt.Errorf("-mode %q: want memberlist, bridge or swim", o.mode)
+	case o.mode != "memberlist" && o.mode != "bridge" && o.mode != "standby" && o.mode != "swim":
+		return fmt.Errorf("-mode %q: want memberlist, bridge, standby or swim", o.mode)
 	case o.port < 0 || o.port > 65535 || o.port+o.offset < 1 || o.port+o.offset > 65535:
 		return fmt.Errorf("-port %d and -swim-offset %d: both ports must be in 1..65535", o.port, o.offset)
 	case o.grace <= 0:
@@ -293,14 +295,15 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 				pr.print(line{Ev: "error", Node: o.name, Err: err.Error()})
 			}
 		}
-	case "bridge":
+	case "bridge", "standby":
 		sc := swimConfig(o)
 		b, err := migrate.New(migrate.Config{
 			Memberlist: mlConfig(o), Swim: sc, SwimPortOffset: o.offset,
 			BroadcastRetransmitMult: o.retransmits, StandbyGrace: o.grace,
-			Events:   swim.EventFunc(onEvent),
-			Messages: swim.MessageFunc(func(m swim.Message) { store.message(m.Payload) }),
-			State:    store,
+			StartInStandby: o.mode == "standby",
+			Events:         swim.EventFunc(onEvent),
+			Messages:       swim.MessageFunc(func(m swim.Message) { store.message(m.Payload) }),
+			State:          store,
 		})
 		if err != nil {
 			return err
@@ -346,7 +349,7 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 			cancel()
 		}
 	default:
-		return fmt.Errorf("-mode %q: want memberlist, bridge or swim", o.mode)
+		return fmt.Errorf("-mode %q: want memberlist, bridge, standby or swim", o.mode)
 	}
 
 	mode := func() string {

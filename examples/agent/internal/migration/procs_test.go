@@ -290,9 +290,10 @@ func (c *procCluster) replace(a *procAgent, mode string) {
 // at a time by agents in migration mode, with one process rolled back to
 // memberlist and forward again on the way, and a crash of a
 // memberlist-only and of a bridged process in the middle; then, once no
-// process runs memberlist alone, each leaves migration mode in turn;
-// then one is rolled back to memberlist, which brings the others back
-// into migration mode, and forward again. After every step every live agent sees every live agent and holds its
+// process runs memberlist alone, each leaves migration mode in turn, and
+// one is restarted in standby; then one is rolled back to memberlist,
+// which brings the others back into migration mode, and forward again.
+// After every step every live agent sees every live agent and holds its
 // current value; no agent ever drops a live agent from its view.
 func TestMigrationOnProcesses(t *testing.T) {
 	if !*flagProcs {
@@ -365,6 +366,11 @@ func TestMigrationOnProcesses(t *testing.T) {
 
 	c.waitPhase("standby", agreeWithin)
 	c.logf("every agent is out of migration mode, its memberlist port in standby")
+
+	// A process restarted once the cluster left migration mode starts in
+	// standby, joining the others' swim sides.
+	c.replace(c.agents[5], "standby")
+	c.waitPhase("standby", agreeWithin)
 
 	// A rollback after the cluster left migration mode: the process
 	// running memberlist alone joins through standby ports, and the
