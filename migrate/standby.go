@@ -162,19 +162,34 @@ func (s *standby) close() {
 	s.wg.Wait()
 }
 
-// packets reads the port's packets: to the woken memberlist side, or
-// dropped while asleep.
+// readFailed reports whether a socket's read or accept error ends its
+// loop (the socket is closed); other errors (out of file descriptors,
+// say) are waited out with a backoff, as memberlist's own transport
+// does, rather than spun on.
+func readFailed(err error, fails *int) bool {
+	if errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	*fails++
+	time.Sleep(min(5*time.Millisecond<<min(*fails, 8), time.Second))
+	return false
+}
+
+// standbyPackets reads the port's packets: to the woken memberlist side,
+// or dropped while asleep.
 func (b *Bridge) standbyPackets(s *standby) {
 	defer s.wg.Done()
 	buf := make([]byte, 65536)
+	fails := 0
 	for {
 		n, from, err := s.udp.ReadFrom(buf)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if readFailed(err, &fails) {
 				return
 			}
 			continue
 		}
+		fails = 0
 		t := s.attached()
 		if t == nil {
 			b.mu.Lock()
@@ -190,14 +205,16 @@ func (b *Bridge) standbyPackets(s *standby) {
 // after waking it if asleep.
 func (b *Bridge) standbyStreams(s *standby) {
 	defer s.wg.Done()
+	fails := 0
 	for {
 		conn, err := s.tcp.Accept()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if readFailed(err, &fails) {
 				return
 			}
 			continue
 		}
+		fails = 0
 		t := s.attached()
 		if t == nil {
 			t = b.wake("")
