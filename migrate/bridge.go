@@ -75,7 +75,6 @@ type Config struct {
 // Errors of the Bridge.
 var (
 	ErrNotMember = errors.New("migrate: no live member of that name on either side")
-	ErrLeftMode  = errors.New("migrate: the memberlist side has left")
 )
 
 // Bridge is a process in migration mode: a member of the old memberlist
@@ -91,10 +90,9 @@ type Bridge struct {
 	// mc is the memberlist side's configuration as memberlist took it
 	// (its port bound): a side woken from standby runs on it.
 	mc *memberlist.Config
-	// sb is the standby port, once the process left migration mode;
-	// woken reports that ml runs on it.
-	sb    *standby
-	woken bool
+	// sb is the standby port, once the process left migration mode; a
+	// memberlist side while it is open is one woken on it.
+	sb *standby
 	// transit orders the memberlist side's comings and goings: leaving,
 	// waking and Shutdown.
 	transit sync.Mutex
@@ -400,7 +398,7 @@ func (b *Bridge) leaveMemberlist(ctx context.Context, ml *memberlist.Memberlist,
 	leaveErr := ml.Leave(timeout)
 	shutErr := ml.Shutdown()
 	b.mu.Lock()
-	b.ml, b.woken = nil, false
+	b.ml = nil
 	names := make([]string, 0, len(b.mlNodes))
 	for name := range b.mlNodes {
 		names = append(names, name)

@@ -94,7 +94,7 @@ func (b *Bridge) Phase() Phase {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case b.ml != nil && b.woken:
+	case b.ml != nil && b.sb != nil:
 		return PhaseWoken
 	case b.ml != nil:
 		return PhaseBridged
@@ -247,10 +247,8 @@ func (b *Bridge) wake(join string) *portTransport {
 		return s.attached()
 	}
 	t := &portTransport{s: s, packets: make(chan *memberlist.Packet, 64), streams: make(chan net.Conn, 8), done: make(chan struct{})}
-	mc := *b.mc
+	mc := *b.mc // its Delegate and Events are the Bridge's already
 	mc.Transport = t
-	mc.Delegate = (*mlDelegate)(b)
-	mc.Events = (*mlEvents)(b)
 	s.mu.Lock()
 	s.awake = t
 	s.mu.Unlock()
@@ -264,7 +262,6 @@ func (b *Bridge) wake(join string) *portTransport {
 	}
 	b.mu.Lock()
 	b.ml = ml
-	b.woken = true
 	b.stats.Wakes++
 	b.wg.Add(1)
 	b.mu.Unlock()
@@ -370,10 +367,12 @@ func (b *Bridge) callRejoin(ml *memberlist.Memberlist) {
 	}
 }
 
-// swimMessage keeps the Bridge's own calls from the application.
+// swimMessage keeps the Bridge's own calls from the application. Every
+// application message passes here: only a payload that starts with the
+// call's prefix is copied into a string.
 func (b *Bridge) swimMessage(m swim.Message) {
-	if rest, ok := strings.CutPrefix(string(m.Payload), rejoinPrefix); ok {
-		name, addr, ok := strings.Cut(rest, "\x00")
+	if bytes.HasPrefix(m.Payload, []byte(rejoinPrefix)) {
+		name, addr, ok := strings.Cut(string(m.Payload[len(rejoinPrefix):]), "\x00")
 		if ok && name != b.name {
 			if _, err := netip.ParseAddrPort(addr); err == nil {
 				b.rejoinCalled(name, addr)
@@ -393,16 +392,16 @@ func (b *Bridge) swimMessage(m swim.Message) {
 // cluster already.
 func (b *Bridge) rejoinCalled(name, addr string) {
 	b.mu.Lock()
-	sb, ml, woken := b.sb, b.ml, b.woken
+	sb, ml := b.sb, b.ml
 	n, known := b.mlNodes[name]
 	b.mu.Unlock()
 	switch {
-	case sb == nil:
+	case sb == nil: // still bridged, or out for good
 	case ml == nil:
 		// swim delivers messages on its own goroutine; a wake creates a
 		// memberlist side, which must not hold it up.
 		b.spawn(func() { b.wake(addr) })
-	case woken && (!known || !mlLive(n.State)):
+	case !known || !mlLive(n.State): // woken
 		b.joinMemberlist(ml, addr)
 	}
 }

@@ -263,6 +263,10 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 	)
 	v := &view{name: o.name, out: pr}
 	onEvent := func(swim.Event) { v.changed() }
+	// memberlist calls its events with its locks held, and reading its
+	// view takes them: its events only flag a change, and the loop below
+	// prints the view.
+	viewChanged := make(chan struct{}, 1)
 
 	switch o.mode {
 	case "memberlist":
@@ -270,7 +274,7 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 		app.queue = &memberlist.TransmitLimitedQueue{NumNodes: func() int { return max(app.ml.NumMembers(), 1) }, RetransmitMult: o.retransmits}
 		c := mlConfig(o)
 		c.Delegate = app
-		c.Events = &mlEvents{changed: func() { v.changed() }}
+		c.Events = mlEvents(viewChanged)
 		ml, err := memberlist.Create(c)
 		if err != nil {
 			return err
@@ -415,6 +419,8 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 				}
 				pr.print(line{Ev: "left", Node: o.name, Mode: mode()})
 			}
+		case <-viewChanged:
+			v.changed()
 		case <-tick.C:
 			_ = broadcast(msg, o.name)
 			v.changed()
@@ -509,12 +515,20 @@ func (a *mlApp) MergeRemoteState(buf []byte, join bool) {
 	_ = a.kv.MergeRemoteState(buf, join)
 }
 
-// mlEvents prints the view on every change of memberlist's.
-type mlEvents struct{ changed func() }
+// mlEvents flags every change of memberlist's view for Run's loop,
+// which prints it; a change already flagged covers the next.
+type mlEvents chan struct{}
 
-func (e *mlEvents) NotifyJoin(*memberlist.Node)   { go e.changed() }
-func (e *mlEvents) NotifyLeave(*memberlist.Node)  { go e.changed() }
-func (e *mlEvents) NotifyUpdate(*memberlist.Node) { go e.changed() }
+func (e mlEvents) flag() {
+	select {
+	case e <- struct{}{}:
+	default:
+	}
+}
+
+func (e mlEvents) NotifyJoin(*memberlist.Node)   { e.flag() }
+func (e mlEvents) NotifyLeave(*memberlist.Node)  { e.flag() }
+func (e mlEvents) NotifyUpdate(*memberlist.Node) { e.flag() }
 
 // keyed is a keyed broadcast on memberlist: it replaces the queued one of
 // the same key.
