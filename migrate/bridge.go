@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -99,8 +100,13 @@ type Bridge struct {
 	// mlNodes is the memberlist side's view, by name, as its events
 	// told it; the swim side's is read from swim itself.
 	mlNodes map[string]memberlist.Node
-	view    map[string]swim.Member // the one view's live members, by name
-	tried   map[string]time.Time   // swim joins attempted, by name
+	// queueNodes is the node count the broadcast queue scales its
+	// retransmits by, kept apart from mu: memberlist's goroutines ask it
+	// with the queue's lock held, and leaveMemberlist resets the queue
+	// with mu held.
+	queueNodes atomic.Int64
+	view       map[string]swim.Member // the one view's live members, by name
+	tried      map[string]time.Time   // swim joins attempted, by name
 	// noSwim holds the peers whose swim join failed since they joined
 	// memberlist: they run memberlist alone, for certain.
 	noSwim map[string]bool
@@ -169,6 +175,7 @@ func New(cfg Config) (*Bridge, error) {
 		cancel:  cancel,
 	}
 	b.events = newEventQueue(cfg.EventBuffer, cfg.Events)
+	b.queueNodes.Store(1)
 
 	sc := *cfg.Swim
 	sc.Meta = cfg.Meta
@@ -404,6 +411,7 @@ func (b *Bridge) leaveMemberlist(ctx context.Context, ml *memberlist.Memberlist,
 		names = append(names, name)
 	}
 	clear(b.mlNodes)
+	b.countNodes()
 	for _, name := range names {
 		b.refresh(name)
 	}
@@ -501,13 +509,16 @@ func (b *Bridge) Stats() Stats {
 	return st
 }
 
-func (b *Bridge) numMemberlistNodes() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ml == nil {
-		return 1
+func (b *Bridge) numMemberlistNodes() int { return int(b.queueNodes.Load()) }
+
+// countNodes updates queueNodes after the memberlist side or its view
+// changed (b.mu held).
+func (b *Bridge) countNodes() {
+	n := 1
+	if b.ml != nil {
+		n = max(len(b.mlNodes), 1)
 	}
-	return max(len(b.mlNodes), 1)
+	b.queueNodes.Store(int64(n))
 }
 
 // mlAddr is node's memberlist address.

@@ -669,3 +669,33 @@ func TestStartInStandby(t *testing.T) {
 		require.NoError(t, br.b.Shutdown())
 	}
 }
+
+// TestBroadcastQueueNeverWaitsForBridge: memberlist's goroutines take the
+// broadcast queue's lock and then ask the queue's node count; leaving
+// migration mode resets the queue with the Bridge's lock held. A count
+// that took the Bridge's lock would close the circle, and a process
+// leaving the memberlist side while it gossiped would hang for good (a
+// woken process never returning to standby). The count must answer while
+// the Bridge's lock is held.
+func TestBroadcastQueueNeverWaitsForBridge(t *testing.T) {
+	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
+	br := startBridged(t, "br-0", addrs)
+	require.NoError(t, br.b.Broadcast([]byte("x"), ""))
+	got := make(chan int, 1)
+	br.b.mu.Lock()
+	go func() { got <- len(br.b.queue.GetBroadcasts(0, 1<<16)) }()
+	var n int
+	waited := false
+	select {
+	case n = <-got:
+	case <-time.After(within):
+		waited = true
+	}
+	br.b.mu.Unlock()
+	if waited {
+		n = <-got
+	}
+	require.False(t, waited, "the broadcast queue waited for the Bridge's lock")
+	require.Equal(t, 1, n)
+	require.NoError(t, br.b.Shutdown())
+}

@@ -130,6 +130,7 @@ func (e *mlEvents) note(n *memberlist.Node, st memberlist.NodeStateType) {
 		return
 	}
 	b.mlNodes[n.Name] = c
+	b.countNodes()
 	b.refresh(n.Name)
 	b.mu.Unlock()
 }

@@ -73,6 +73,7 @@ type procAgent struct {
 	hasML  bool // an mlonly line was printed
 	left   bool
 	ready  bool
+	phases []string // this run's phase changes with their times, for a failure's report
 }
 
 // procCluster is the agents and what their lines said.
@@ -123,7 +124,7 @@ func (c *procCluster) start(a *procAgent, mode string, seeds ...*procAgent) {
 	require.NoError(c.t, err)
 	cmd.Stderr = os.Stderr
 	a.mu.Lock()
-	a.view, a.kv, a.mlOnly, a.hasML, a.left, a.ready, a.phase = nil, nil, nil, false, false, false, mode
+	a.view, a.kv, a.mlOnly, a.hasML, a.left, a.ready, a.phase, a.phases = nil, nil, nil, false, false, false, mode, nil
 	a.mu.Unlock()
 	require.NoError(c.t, cmd.Start())
 	a.cmd = cmd
@@ -182,12 +183,17 @@ func (c *procCluster) take(a *procAgent, l procLine) {
 		a.mlOnly, a.hasML = l.Names, true
 	case "left":
 		a.left = true
-		a.phase = l.Mode
+		a.setPhase(l)
 	case "mode":
-		a.phase = l.Mode
+		a.setPhase(l)
 	case "error":
 		c.t.Logf("%s: %s", a.name, l.Err)
 	}
+}
+
+func (a *procAgent) setPhase(l procLine) {
+	a.phase = l.Mode
+	a.phases = append(a.phases, time.Unix(0, l.T).Format("15:04:05.000")+" "+l.Mode)
 }
 
 // stop ends a's process: sig SIGTERM leaves first, SIGKILL crashes.
@@ -433,11 +439,24 @@ func (c *procCluster) waitPhase(phase string, within time.Duration) {
 			p := a.phase
 			a.mu.Unlock()
 			if p != phase {
-				return fmt.Sprintf("%s is %q", a.name, p)
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				return fmt.Sprintf("%s is %q; it sees running memberlist alone %v; its phases: %v", a.name, p, a.mlOnly, a.phases)
 			}
 		}
 		return ""
 	})
+	if why != "" {
+		// A goroutine dump of each agent still elsewhere, on its stderr.
+		for _, a := range c.live() {
+			a.mu.Lock()
+			p := a.phase
+			a.mu.Unlock()
+			if p != phase {
+				_ = a.cmd.Process.Signal(syscall.SIGQUIT)
+			}
+		}
+	}
 	require.Empty(c.t, why, "not every agent reached %s within %v", phase, within)
 }
 
