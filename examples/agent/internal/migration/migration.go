@@ -24,7 +24,9 @@
 // left migration mode, and "mode" whenever a bridged process's phase
 // changes (bridge, standby, woken: migrate.Phase). With -http it answers
 // GET /migration with its mode or phase, the processes it sees running
-// memberlist alone, and "done" when there are none (and it is not one).
+// memberlist alone, and "done" when there are none (and it is not one),
+// and GET /stats with the counters of its swim side and, bridged, of the
+// Bridge (nothing in memberlist mode).
 // SIGUSR1 leaves migration mode (Bridge.LeaveMemberlist: the memberlist
 // port stays in standby, and a process rolled back to memberlist that
 // joins through it brings the cluster back into the mode); SIGTERM or
@@ -77,7 +79,7 @@ func Flags(fs *flag.FlagSet) *Options {
 	fs.StringVar(&o.value, "value", "", "the value of this process's key in the replicated map (default: its start time)")
 	fs.IntVar(&o.retransmits, "retransmit-mult", 4, "RetransmitMult of the memberlist side's broadcast queue")
 	fs.DurationVar(&o.grace, "standby-grace", 30*time.Second, "how long a process woken from standby stays in migration mode after the last process running memberlist alone is gone")
-	fs.StringVar(&o.http, "http", "", "address (host:port) to serve GET /migration on: the mode and the processes running memberlist alone; empty for none")
+	fs.StringVar(&o.http, "http", "", "address (host:port) to serve GET /migration (the mode and the processes running memberlist alone) and GET /stats (the counters) on; empty for none")
 	return o
 }
 
@@ -137,16 +139,18 @@ type entry struct {
 	Ver int64  `json:"ver"`
 }
 
+// set prints the map it made while it holds it: the lines then leave in
+// the order of the maps they show, and the last is the whole map (a line
+// printed after the lock is let go could follow a later map's, and stay
+// the last for good: a value repeated changes nothing and prints nothing).
 func (k *kv) set(key string, e entry) {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	if old, ok := k.m[key]; ok && old.Ver >= e.Ver {
-		k.mu.Unlock()
 		return
 	}
 	k.m[key] = e
-	snap := k.snapshot()
-	k.mu.Unlock()
-	k.out.print(line{Ev: "kv", Node: k.name, KV: snap})
+	k.out.print(line{Ev: "kv", Node: k.name, KV: k.snapshot()})
 }
 
 func (k *kv) snapshot() map[string]string {
@@ -260,6 +264,7 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 		mlOnly    func() []string
 		leaveMode func(context.Context) error
 		phase     func() string
+		stats     func() any // the counters of swim and the Bridge, for GET /stats
 	)
 	v := &view{name: o.name, out: pr}
 	onEvent := func(swim.Event) { v.changed() }
@@ -319,6 +324,12 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 		mlOnly = b.MemberlistOnly
 		leaveMode = b.LeaveMemberlist
 		phase = func() string { return b.Phase().String() }
+		stats = func() any {
+			return struct {
+				Swim   swim.MemberlistStats `json:"swim"`
+				Bridge migrate.Stats        `json:"bridge"`
+			}{b.Swim().Stats(), b.Stats()}
+		}
 		v.setList(list)
 		if len(seeds) > 0 {
 			if _, err := b.Join(ctx, seeds...); err != nil {
@@ -335,6 +346,11 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 			return err
 		}
 		list = func() []string { return memberNames(ml.Members()) }
+		stats = func() any {
+			return struct {
+				Swim swim.MemberlistStats `json:"swim"`
+			}{ml.Stats()}
+		}
 		broadcast = func(msg []byte, key string) error { _, err := ml.Broadcast(msg, key); return err }
 		leave = ml.Leave
 		shutdown = ml.Shutdown
@@ -364,6 +380,11 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 	}
 	if o.http != "" {
 		srv := &http.Server{Addr: o.http, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/stats" && stats != nil {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(stats())
+				return
+			}
 			if r.URL.Path != "/migration" {
 				http.NotFound(w, r)
 				return

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -89,6 +90,7 @@ type procCluster struct {
 	// started again (zero while it is down).
 	stops  map[string][]stopSpan
 	report []string
+	odd    *procAgent // the agent the latest disagreement is about
 }
 
 type stopSpan struct{ from, to time.Time }
@@ -239,10 +241,12 @@ func (c *procCluster) disagreement() string {
 		a.mu.Unlock()
 		for _, n := range names {
 			if !slices.Contains(view, n) {
+				c.odd = a
 				return fmt.Sprintf("%s (%s) does not see %s: %v", a.name, a.mode, n, view)
 			}
 			if kv[n] != want[n] {
-				return fmt.Sprintf("%s (%s) holds %s=%q, want %q", a.name, a.mode, n, kv[n], want[n])
+				c.odd = a
+				return fmt.Sprintf("%s (%s) holds %s=%q, want %q; its map: %v", a.name, a.mode, n, kv[n], want[n], kv)
 			}
 		}
 	}
@@ -255,6 +259,10 @@ func (c *procCluster) agree(step string) {
 	c.t.Helper()
 	start := time.Now()
 	why := c.waitFor(agreeWithin, c.disagreement)
+	if why != "" && c.odd != nil && c.odd.cmd != nil {
+		c.t.Logf("%s's counters: %s", c.odd.name, c.stats(c.odd))
+		_ = c.odd.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, on its stderr
+	}
 	require.Empty(c.t, why, "%s: not agreed within %v", step, agreeWithin)
 	c.logf("%s: every live agent sees every live one and holds its value after %v", step, time.Since(start).Round(time.Millisecond))
 }
@@ -390,6 +398,13 @@ func TestMigrationOnProcesses(t *testing.T) {
 		st := c.migrationState(a)
 		require.Equal(t, "woken", st.Mode, "%s's /migration: %+v", a.name, st)
 		require.Equal(t, []string{r.name}, st.MemberlistOnly, "%s's /migration: %+v", a.name, st)
+		var counters struct {
+			Swim   struct{ BroadcastsDelivered uint64 } `json:"swim"`
+			Bridge struct{ Wakes uint64 }               `json:"bridge"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(c.stats(a)), &counters), "%s's /stats", a.name)
+		require.NotZero(t, counters.Bridge.Wakes, "%s's /stats counts no wake", a.name)
+		require.NotZero(t, counters.Swim.BroadcastsDelivered, "%s's /stats counts no broadcast", a.name)
 	}
 	c.logf("%s rolled back to memberlist after every process left migration mode: every other process is back in it", r.name)
 	c.replace(r, "bridge")
@@ -458,6 +473,20 @@ func (c *procCluster) waitPhase(phase string, within time.Duration) {
 		}
 	}
 	require.Empty(c.t, why, "not every agent reached %s within %v", phase, within)
+}
+
+// stats is a's GET /stats, for a failure's report.
+func (c *procCluster) stats(a *procAgent) string {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/stats", a.port+agentHTTPOffset))
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // migrationState asks a's GET /migration.
