@@ -264,7 +264,7 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 		mlOnly    func() []string
 		leaveMode func(context.Context) error
 		phase     func() string
-		stats     func() any // the counters of swim and the Bridge, for GET /stats
+		stats     func() counters // nil in memberlist mode
 	)
 	v := &view{name: o.name, out: pr}
 	onEvent := func(swim.Event) { v.changed() }
@@ -324,12 +324,7 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 		mlOnly = b.MemberlistOnly
 		leaveMode = b.LeaveMemberlist
 		phase = func() string { return b.Phase().String() }
-		stats = func() any {
-			return struct {
-				Swim   swim.MemberlistStats `json:"swim"`
-				Bridge migrate.Stats        `json:"bridge"`
-			}{b.Swim().Stats(), b.Stats()}
-		}
+		stats = func() counters { bs := b.Stats(); return counters{Swim: b.Swim().Stats(), Bridge: &bs} }
 		v.setList(list)
 		if len(seeds) > 0 {
 			if _, err := b.Join(ctx, seeds...); err != nil {
@@ -346,11 +341,7 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 			return err
 		}
 		list = func() []string { return memberNames(ml.Members()) }
-		stats = func() any {
-			return struct {
-				Swim swim.MemberlistStats `json:"swim"`
-			}{ml.Stats()}
-		}
+		stats = func() counters { return counters{Swim: ml.Stats()} }
 		broadcast = func(msg []byte, key string) error { _, err := ml.Broadcast(msg, key); return err }
 		leave = ml.Leave
 		shutdown = ml.Shutdown
@@ -459,6 +450,13 @@ func Run(o *Options, stdout io.Writer, leaveSignals []os.Signal) error {
 			}
 		}
 	}
+}
+
+// counters is what GET /stats answers: the swim side's counters and,
+// bridged, the Bridge's.
+type counters struct {
+	Swim   swim.MemberlistStats `json:"swim"`
+	Bridge *migrate.Stats       `json:"bridge,omitempty"`
 }
 
 // migrationState is what GET /migration answers: this process's mode,

@@ -398,13 +398,11 @@ func TestMigrationOnProcesses(t *testing.T) {
 		st := c.migrationState(a)
 		require.Equal(t, "woken", st.Mode, "%s's /migration: %+v", a.name, st)
 		require.Equal(t, []string{r.name}, st.MemberlistOnly, "%s's /migration: %+v", a.name, st)
-		var counters struct {
-			Swim   struct{ BroadcastsDelivered uint64 } `json:"swim"`
-			Bridge struct{ Wakes uint64 }               `json:"bridge"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(c.stats(a)), &counters), "%s's /stats", a.name)
-		require.NotZero(t, counters.Bridge.Wakes, "%s's /stats counts no wake", a.name)
-		require.NotZero(t, counters.Swim.BroadcastsDelivered, "%s's /stats counts no broadcast", a.name)
+		var got counters
+		require.NoError(t, json.Unmarshal([]byte(c.stats(a)), &got), "%s's /stats", a.name)
+		require.NotNil(t, got.Bridge, "%s's /stats has no Bridge counters", a.name)
+		require.NotZero(t, got.Bridge.Wakes, "%s's /stats counts no wake", a.name)
+		require.NotZero(t, got.Swim.BroadcastsDelivered, "%s's /stats counts no broadcast", a.name)
 	}
 	c.logf("%s rolled back to memberlist after every process left migration mode: every other process is back in it", r.name)
 	c.replace(r, "bridge")
@@ -448,29 +446,22 @@ func (c *procCluster) leaveMode(a *procAgent) {
 // waitPhase waits until every live agent's lines report phase.
 func (c *procCluster) waitPhase(phase string, within time.Duration) {
 	c.t.Helper()
-	why := c.waitFor(within, func() string {
+	// elsewhere is the first live agent whose lines report another phase,
+	// and why.
+	elsewhere := func() (*procAgent, string) {
 		for _, a := range c.live() {
 			a.mu.Lock()
-			p := a.phase
+			p, only, phases := a.phase, a.mlOnly, a.phases
 			a.mu.Unlock()
 			if p != phase {
-				a.mu.Lock()
-				defer a.mu.Unlock()
-				return fmt.Sprintf("%s is %q; it sees running memberlist alone %v; its phases: %v", a.name, p, a.mlOnly, a.phases)
+				return a, fmt.Sprintf("%s is %q; it sees running memberlist alone %v; its phases: %v", a.name, p, only, phases)
 			}
 		}
-		return ""
-	})
-	if why != "" {
-		// A goroutine dump of each agent still elsewhere, on its stderr.
-		for _, a := range c.live() {
-			a.mu.Lock()
-			p := a.phase
-			a.mu.Unlock()
-			if p != phase {
-				_ = a.cmd.Process.Signal(syscall.SIGQUIT)
-			}
-		}
+		return nil, ""
+	}
+	why := c.waitFor(within, func() string { _, why := elsewhere(); return why })
+	if a, _ := elsewhere(); a != nil {
+		_ = a.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, on its stderr
 	}
 	require.Empty(c.t, why, "not every agent reached %s within %v", phase, within)
 }
