@@ -31,8 +31,8 @@
 //     leave behind), deadlist.go (the dead still held), table.go (the
 //     member table), moves.go (checking a member's new address),
 //     lives.go (a member's process runs: restarts and name conflicts),
-//     signatures.go (signed claims: who may say what about whom),
-//     certificate.go (member certificates of a cluster authority),
+//     signatures.go (signed claims: who may say what about whom, asked
+//     of internal/claims),
 //     newcomers.go (checking a member not known before it is admitted),
 //     registry.go (member identities, shared by Machines),
 //     broadcast.go (the piggyback queue), joinstorm.go (pacing news in a
@@ -58,13 +58,16 @@
 //     since they need nothing of it: internal/fifo (its queues) and
 //     internal/ratelog (refusals logged at a bounded rate).
 //   - Shared: what both use, the public types: config.go (Config),
-//     member.go (Member, State, Event) and transport.go (Transport, and
+//     member.go (Member, State, Event), certificate.go (member
+//     certificates of a cluster authority) and transport.go (Transport, and
 //     NetTransport, UDP packets and TCP streams on one port).
 //
 // Beside the package: internal/wire, the messages and their msgpack
 // encoding, written by hand so that every length a peer sends is bounded
 // before anything is allocated, and the envelope (cluster label, AES-GCM
-// seal); internal/sim, the simulator that drives thousands of Machines in
+// seal); internal/claims, signed claims as a pure package the Machine
+// drives (claim encoding, signatures, bound keys and held proofs, the
+// accusers' bounds, certificates); internal/sim, the simulator that drives thousands of Machines in
 // virtual time through their exported API; internal/scale, internal/chaos
 // and internal/compare, the scale runs, the chaos suite on real processes
 // and the side-by-side comparison with hashicorp/memberlist.

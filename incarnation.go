@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/swim-go/swim/internal/claims"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -179,7 +180,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 		return
 	}
 	if s != nil && m.learnVersions(now, s, a.Incarnation, a.Versions, a.Life) {
-		m.keepAliveProof(a)
+		m.sigs.KeepAlive(a)
 		return
 	}
 	if m.staleOrImplausible(s, StateAlive, a.Incarnation) {
@@ -219,7 +220,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 			return
 		}
 		s = m.addEntry(a.Name, addr, a.Meta, a.Versions, a.Life, StateAlive, a.Incarnation, now)
-		m.keepAliveProof(a)
+		m.sigs.KeepAlive(a)
 		m.dropTomb(a.Name)
 		m.ringInsert(now, s)
 		m.notePartition(now, false)
@@ -250,7 +251,7 @@ func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o o
 	if changed || life != m.lifeOf(s) {
 		m.setIdentity(now, s, addr, a.Meta, a.Versions, life)
 	}
-	m.keepAliveProof(a)
+	m.sigs.KeepAlive(a)
 	m.version++
 	switch prev {
 	case StateAlive:
@@ -301,7 +302,7 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) (unknown bool) {
 	if m.staleOrImplausible(s, StateSuspect, d.Incarnation) {
 		return false
 	}
-	if !m.accusationProven(now, accusal{name: d.Name, from: d.From, inc: d.Incarnation, life: d.Life}, d.Sig) {
+	if !m.sigs.ProveAccusation(now, claims.Accusation{Name: d.Name, From: d.From, Inc: d.Incarnation, Life: d.Life}, d.Sig) {
 		return false
 	}
 	// Anchor where the accuser did (Geode: at the last moment the member
@@ -385,11 +386,10 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead, sender *memberState) {
 	case d.Left:
 		// A leave is the member's own word; another's report of it
 		// counts as unsigned.
-		if m.sigs.mode == SignaturesRequired || m.boundKey(d.Name) != nil {
-			m.stats.ClaimsUnsigned++
+		if !m.sigs.ProveRelayedLeave(d.Name) {
 			return
 		}
-	case !m.accusationProven(now, accusal{name: d.Name, from: d.From, inc: d.Incarnation, life: d.Life, dead: true}, d.Sig):
+	case !m.sigs.ProveAccusation(now, claims.Accusation{Name: d.Name, From: d.From, Inc: d.Incarnation, Life: d.Life, Dead: true}, d.Sig):
 		return
 	}
 	if !s.live() {

@@ -245,7 +245,7 @@ func (m *Machine) applyLife(now time.Time, s *memberState, a *wire.Alive, addr n
 	prev := s.state()
 	s.setInc(a.Incarnation)
 	m.setIdentity(now, s, addr, a.Meta, a.Versions, a.Life)
-	m.keepAliveProof(a)
+	m.sigs.KeepAlive(a)
 	m.version++
 	m.stats.Restarts++
 	switch prev {

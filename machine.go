@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swim-go/swim/internal/claims"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -187,7 +188,7 @@ type machineState struct {
 	conflictChecks map[uint32]netip.AddrPort
 	moves          map[string]*moveCheck // moves.go, by name
 	life           uint64                // this member's (lives.go)
-	sigs           signatures            // signed claims (signatures.go)
+	sigs           claims.Table          // signed claims (signatures.go)
 	// members Admit refused a change of (Config.AdmitUpdates), held dead
 	// here and left out of push-pulls (admission.go)
 	refusedChanges    map[uint32]struct{}
@@ -287,7 +288,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.conflictChecks = make(map[uint32]netip.AddrPort)
 	m.moves = make(map[string]*moveCheck)
 	m.lives.init()
-	m.sigs.init(cfg)
+	m.sigs.Init(claimsConfig(cfg))
 	m.refusedChanges = make(map[uint32]struct{})
 	m.newcomers.init()
 	m.conflictsReported = make(map[netip.AddrPort]bool)
@@ -381,6 +382,10 @@ func (m *Machine) Stats() Stats {
 	}
 	s.TreeRetainedBytes = m.tree.bytes
 	s.TreeMissing = len(m.tree.missing)
+	c := m.sigs.Stats()
+	s.SignaturesMade, s.SignaturesVerified = c.SignaturesMade, c.SignaturesVerified
+	s.ClaimsUnsigned, s.ClaimsForged, s.KeyConflicts = c.ClaimsUnsigned, c.ClaimsForged, c.KeyConflicts
+	s.CertificatesRefused, s.AccusationsLimited = c.CertificatesRefused, c.AccusationsLimited
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/swim-go/swim/internal/claims"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -20,7 +21,7 @@ func (m *Machine) startPushPull(now time.Time, to netip.AddrPort, kind streamKin
 // startPushPullWith is startPushPull to the member named peer, whose
 // tombstone, if we hold one, the exchange carries (see encodeState).
 func (m *Machine) startPushPullWith(now time.Time, to netip.AddrPort, kind streamKind, peer string) (uint64, bool) {
-	m.sigs.exchanges++
+	m.sigs.Exchange()
 	data, err := m.encodeState(kind == streamJoin, peer, peerView{})
 	if err != nil {
 		m.stats.EncodeErrors++
@@ -89,9 +90,9 @@ func (m *Machine) encodeState(join bool, peer string, theirs peerView) ([]byte, 
 		switch {
 		case !m.signing():
 		case tomb.left:
-			sig = m.leaveSig(tomb.name, tomb.inc, tomb.life)
+			sig = m.sigs.LeaveSig(tomb.name, tomb.inc, tomb.life)
 		default:
-			sig = m.accusationSig(accusal{name: tomb.name, from: m.selfName, inc: tomb.inc, life: tomb.life})
+			sig = m.sigs.AccusationSig(claims.Accusation{Name: tomb.name, From: m.selfName, Inc: tomb.inc, Life: tomb.life})
 		}
 		w.AddSigned(tomb.name, tomb.addr, tomb.inc, uint8(st), nil, wire.Versions{}, tomb.life, nil, sig, nil)
 	}
@@ -406,7 +407,7 @@ func (m *Machine) tickMerges(now time.Time) {
 // copy what they store).
 func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource, o origin) {
 	if s := m.lookupBytes(v.Name); s != nil && s != m.self && precedence(s.state(), s.inc(), State(v.State), v.Incarnation) == stale &&
-		(len(v.Sig) == 0 || !m.signing() || m.sigs.held[string(v.Name)] != nil) &&
+		(len(v.Sig) == 0 || !m.signing() || m.sigs.Holds(string(v.Name))) &&
 		(State(v.State) != StateAlive || !otherLife(m.lifeOf(s), v.Life)) &&
 		(State(v.State) != StateAlive || v.Versions == (wire.Versions{}) || v.Versions == m.versionsOf(s)) {
 		// Nothing the handlers below would act on: the common case of a

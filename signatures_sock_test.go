@@ -53,7 +53,7 @@ func TestUnsignedClusterSwitchesToSignatures(t *testing.T) {
 func (m *testMember) machineBound(o *testMember) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return string(m.machine.boundKey(o.LocalMember().Name)) == string(o.IdentityKey())
+	return string(m.machine.sigs.Bound(o.LocalMember().Name)) == string(o.IdentityKey())
 }
 
 // certConfig is testConfig for a cluster whose authority is root: signed

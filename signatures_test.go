@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swim-go/swim/internal/claims"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -42,7 +43,7 @@ func signedConfig(mode SignatureMode) *Config {
 // signAlive signs a as key's holder would (key's public key in it).
 func (h *mt) signAlive(a *wire.Alive, key ed25519.PrivateKey) *wire.Alive {
 	a.Key = key.Public().(ed25519.PublicKey)
-	a.Sig = ed25519.Sign(key, h.m.aliveClaim(a))
+	a.Sig = claims.Sign(key, claims.AppendAlive(nil, h.cfg.Label, a))
 	return a
 }
 
@@ -55,6 +56,14 @@ func (h *mt) peerAlive(i int, inc uint64, addr netip.AddrPort, meta []byte, sign
 		h.signAlive(a, mtKey(i))
 	}
 	return a
+}
+
+// exchanges counts n push-pulls started, as far as signed claims tell
+// (claims.Table.Exchange): claims taken before are no longer recent.
+func (h *mt) exchanges(n int) {
+	for range n {
+		h.m.sigs.Exchange()
+	}
 }
 
 // joinSignedPeers joins n peers through a seed whose view carries each
@@ -116,7 +125,7 @@ func forgeries() []forgery {
 			forge: func(h *mt, signed bool) {
 				d := &wire.Dead{Name: p3, Incarnation: 1, From: p3, Left: true, Life: mtLife(3, 0)}
 				if signed {
-					d.Sig = ed25519.Sign(mtKey(mtForger), h.m.leaveClaim(p3, 1, mtLife(3, 0)))
+					d.Sig = claims.Sign(mtKey(mtForger), claims.AppendLeave(nil, h.cfg.Label, p3, 1, mtLife(3, 0)))
 				}
 				h.feed(mtPeerAddr(3), d)
 			},
@@ -233,7 +242,7 @@ func TestSignedClaimsTakenAndRelayed(t *testing.T) {
 	require.Equal(t, verified, h.m.Stats().SignaturesVerified, "a stale copy is not verified again")
 
 	d := &wire.Dead{Name: mtPeer(4), Incarnation: 1, From: mtPeer(4), Left: true, Life: mtLife(4, 0)}
-	d.Sig = ed25519.Sign(mtKey(4), h.m.leaveClaim(mtPeer(4), 1, mtLife(4, 0)))
+	d.Sig = claims.Sign(mtKey(4), claims.AppendLeave(nil, h.cfg.Label, mtPeer(4), 1, mtLife(4, 0)))
 	h.feed(mtPeerAddr(1), d) // relayed by p1, not from p4's address
 	mb, _ = h.m.Member(mtPeer(4))
 	require.Equal(t, StateLeft, mb.State)
@@ -249,7 +258,7 @@ func TestAccusationsAccountable(t *testing.T) {
 	accuse := func(name, from string, key ed25519.PrivateKey, life uint64) *wire.Suspect {
 		s := &wire.Suspect{Name: name, Incarnation: 1, From: from, Life: life}
 		if key != nil {
-			s.Sig = ed25519.Sign(key, h.m.accusationClaim(accusal{name: name, from: from, inc: 1, life: life}))
+			s.Sig = claims.Sign(key, claims.AppendAccusation(nil, h.cfg.Label, claims.Accusation{Name: name, From: from, Inc: 1, Life: life}))
 		}
 		return s
 	}
@@ -283,14 +292,14 @@ func TestAccusationsAccountable(t *testing.T) {
 		h.feed(mtPeerAddr(1), accuse(mtPeer(i), mtPeer(1), mtKey(1), mtLife(i, 0)))
 	}
 	taken, limited = h.m.AccusationsBy(mtPeer(1))
-	require.Equal(t, uint64(accuserBurst), taken)
-	require.Equal(t, uint64(57+1-accuserBurst), limited)
+	require.Equal(t, uint64(claims.AccuserBurst), taken)
+	require.Equal(t, uint64(57+1-claims.AccuserBurst), limited)
 	require.Equal(t, limited, h.m.Stats().AccusationsLimited)
 	// Refilled with time: one per probe interval.
 	h.tick(h.now.Add(3 * h.cfg.ProbeInterval))
 	h.feed(mtPeerAddr(1), accuse(mtPeer(60), mtPeer(1), mtKey(1), mtLife(60, 0)))
 	taken, _ = h.m.AccusationsBy(mtPeer(1))
-	require.Equal(t, uint64(accuserBurst+1), taken)
+	require.Equal(t, uint64(claims.AccuserBurst+1), taken)
 }
 
 // With SignaturesSign, unsigned claims about members not known to sign
@@ -331,7 +340,7 @@ func TestRestartWithNewKey(t *testing.T) {
 	}
 	mb, _ := h.m.Member(mtPeer(3))
 	require.Equal(t, mtLife(3, 1), mb.Life)
-	require.Equal(t, []byte(mtPub(103)), h.m.boundKey(mtPeer(3)))
+	require.Equal(t, []byte(mtPub(103)), h.m.sigs.Bound(mtPeer(3)))
 }
 
 func TestSignaturesConfig(t *testing.T) {
@@ -350,39 +359,6 @@ func TestSignaturesConfig(t *testing.T) {
 	require.Equal(t, SignaturesRequired, m)
 	_, err = ParseSignatureMode("yes")
 	require.Error(t, err)
-}
-
-// BenchmarkSignedAlive: what signing, verifying and re-checking one alive
-// claim cost (go test -run '^$' -bench SignedAlive .).
-func BenchmarkSignedAlive(b *testing.B) {
-	m, err := NewMachine(signedConfig(SignaturesRequired), mtSelfAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
-	if err != nil {
-		b.Fatal(err)
-	}
-	a := lifeAlive(3, mtLife(3, 0), mtPeerAddr(3), 1)
-	a.Key = mtPub(3)
-	claim := bytes.Clone(m.aliveClaim(a))
-	a.Sig = ed25519.Sign(mtKey(3), claim)
-	b.Run("sign", func(b *testing.B) {
-		for b.Loop() {
-			m.sign(claim)
-		}
-	})
-	b.Run("verify", func(b *testing.B) {
-		for b.Loop() {
-			clear(m.sigs.verified)
-			if !m.verify(a.Key, m.aliveClaim(a), a.Sig) {
-				b.Fatal("not verified")
-			}
-		}
-	})
-	b.Run("verified copy", func(b *testing.B) {
-		for b.Loop() {
-			if !m.verify(a.Key, m.aliveClaim(a), a.Sig) {
-				b.Fatal("not verified")
-			}
-		}
-	})
 }
 
 // A certificate that expired by the seed's clock: the seed refuses the
@@ -432,7 +408,7 @@ func TestCertificateJoinRefusedAtTheSeed(t *testing.T) {
 func TestPushPullProofsWhereNeeded(t *testing.T) {
 	h := newMT(t, signedConfig(SignaturesRequired))
 	h.joinSignedPeers(6)
-	h.m.sigs.exchanges += proofRecent // the join's claims are no longer recent
+	h.exchanges(claims.RecentExchanges) // the join's claims are no longer recent
 	h.feed(mtPeerAddr(3), h.peerAlive(3, 2, mtPeerAddr(3), []byte("v2"), true))
 	signed := func(data []byte) map[string]bool {
 		pp, err := wire.ParsePushPullLimit(data, 100)
@@ -452,7 +428,7 @@ func TestPushPullProofsWhereNeeded(t *testing.T) {
 	require.False(t, got[mtPeer(4)], "a claim from before the last exchanges")
 	full := len(req)
 
-	h.m.sigs.exchanges += proofRecent
+	h.exchanges(claims.RecentExchanges)
 	req, err = h.m.encodeState(false, "", peerView{})
 	require.NoError(t, err)
 	require.Equal(t, map[string]bool{mtSelf: true, mtPeer(1): false, mtPeer(2): false, mtPeer(3): false,
@@ -485,7 +461,8 @@ func TestPushPullProofsWhereNeeded(t *testing.T) {
 	// p1 turned signatures on lately (its key is bound here since this
 	// member's last exchange): the reply gives it every proof, so that
 	// it binds the keys of the members it holds already.
-	h.m.sigs.held[mtPeer(1)].boundAt = h.m.sigs.exchanges
+	h.m.sigs.Forget(mtPeer(1))
+	h.m.sigs.KeepAlive(h.peerAlive(1, 1, mtPeerAddr(1), nil, true))
 	reply, err = h.m.HandleStream(h.now, mtPeerAddr(1), request)
 	require.NoError(t, err)
 	for name, s := range signed(reply) {

@@ -110,7 +110,7 @@ func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, vers w
 // removeEntry forgets a member.
 func (m *Machine) removeEntry(s *memberState) {
 	if m.signing() {
-		m.forgetProofs(m.nameOf(s))
+		m.sigs.Forget(m.nameOf(s))
 	}
 	delete(m.refusedChanges, s.id)
 	m.reg.releaseVersion(s.version())
