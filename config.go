@@ -333,7 +333,7 @@ type Config struct {
 	Signatures SignatureMode
 	// TrustedRoots, if set, are the public keys of the cluster's
 	// authorities: with Signatures on, a name is held only under a key a
-	// certificate of one of them binds it to (NewCertificate), and this
+	// certificate of one of them binds it to (certificate.New), and this
 	// member needs one of its own (Certificate). Empty: a name is bound to
 	// the first key it is seen with (trust on first use).
 	TrustedRoots []ed25519.PublicKey

@@ -58,8 +58,7 @@
 //     since they need nothing of it: internal/fifo (its queues) and
 //     internal/ratelog (refusals logged at a bounded rate).
 //   - Shared: what both use, the public types: config.go (Config),
-//     member.go (Member, State, Event), certificate.go (member
-//     certificates of a cluster authority) and transport.go (Transport, and
+//     member.go (Member, State, Event) and transport.go (Transport, and
 //     NetTransport, UDP packets and TCP streams on one port).
 //
 // Beside the package: internal/wire, the messages and their msgpack
@@ -67,7 +66,8 @@
 // before anything is allocated, and the envelope (cluster label, AES-GCM
 // seal); internal/claims, signed claims as a pure package the Machine
 // drives (claim encoding, signatures, bound keys and held proofs, the
-// accusers' bounds, certificates); internal/sim, the simulator that drives thousands of Machines in
+// accusers' bounds, certificates), whose certificates the public package
+// certificate issues and checks for operators; internal/sim, the simulator that drives thousands of Machines in
 // virtual time through their exported API; internal/scale, internal/chaos
 // and internal/compare, the scale runs, the chaos suite on real processes
 // and the side-by-side comparison with hashicorp/memberlist.

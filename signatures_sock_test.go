@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim/certificate"
 )
 
 // TestUnsignedClusterSwitchesToSignatures: 8 members of an unsigned
@@ -63,7 +65,7 @@ func certConfig(t *testing.T, name string, roots []ed25519.PublicKey, issuer ed2
 	_, c.Identity, _ = ed25519.GenerateKey(nil)
 	c.Signatures = SignaturesRequired
 	c.TrustedRoots = roots
-	cert, err := NewCertificate(issuer, name, c.Identity.Public().(ed25519.PublicKey), notAfter)
+	cert, err := certificate.New(issuer, name, c.Identity.Public().(ed25519.PublicKey), notAfter)
 	require.NoError(t, err)
 	c.Certificate = cert
 	return c

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swim-go/swim/certificate"
 	"github.com/swim-go/swim/internal/claims"
 	"github.com/swim-go/swim/internal/wire"
 )
@@ -372,7 +373,7 @@ func TestCertificateJoinRefusedAtTheSeed(t *testing.T) {
 		c.Name = name
 		c.Identity = mtKey(key)
 		c.TrustedRoots = roots
-		cert, err := NewCertificate(issuer, name, mtPub(key), notAfter)
+		cert, err := certificate.New(issuer, name, mtPub(key), notAfter)
 		require.NoError(t, err)
 		c.Certificate = cert
 		return c

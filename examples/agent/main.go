@@ -192,7 +192,7 @@
 //	                 or separate files with commas, for several roots. With
 //	                 roots, a name is held only under the key a certificate
 //	                 of one of them binds it to
-//	-cert FILE       this member's certificate (swim.NewCertificate), from a
+//	-cert FILE       this member's certificate (certificate.New), from a
 //	                 trusted root, for -name and the -identity key; required
 //	                 with -trusted-root once signatures are on, checked at
 //	                 start in any mode
@@ -230,6 +230,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/swim-go/swim"
+	"github.com/swim-go/swim/certificate"
 )
 
 func main() {
@@ -309,7 +310,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		logger.Info("made a new identity", zap.String("path", o.identityFile),
 			zap.String("key", encodeKey(cfg.Identity.Public().(ed25519.PublicKey))))
 	}
-	if c, err := swim.ParseCertificate(cfg.Certificate); err == nil {
+	if c, err := certificate.Parse(cfg.Certificate); err == nil {
 		logger.Info("certificate", zap.String("path", o.certFile), zap.String("name", c.Name),
 			zap.Time("not_after", c.NotAfter), zap.String("root", hex.EncodeToString(c.Root[:])))
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/swim-go/swim"
+	"github.com/swim-go/swim/certificate"
 )
 
 // Signed claims (swim.SignatureMode): the flags -identity, -signatures,
@@ -23,7 +24,7 @@ import (
 //
 //	identity file, root private key   the 32-byte Ed25519 seed (mode 0600)
 //	root public key                   the 32-byte Ed25519 public key
-//	certificate                       what swim.NewCertificate returns
+//	certificate                       what certificate.New returns
 
 // maxLineFile bounds what a one-line key or certificate file may hold:
 // far more than a certificate (about 200 bytes in base64), and it keeps a
@@ -135,7 +136,7 @@ func readPublicKey(path string) (ed25519.PublicKey, error) {
 }
 
 // readCertificate reads a certificate file and checks that it is one
-// (not that it is valid: see swim.VerifyCertificate).
+// (not that it is valid: see certificate.Verify).
 func readCertificate(path string) ([]byte, error) {
 	s, _, err := readLineFile(path)
 	if err != nil {
@@ -145,7 +146,7 @@ func readCertificate(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if _, err := swim.ParseCertificate(c); err != nil {
+	if _, err := certificate.Parse(c); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
@@ -266,7 +267,7 @@ func checkCertificate(cfg *swim.Config, now time.Time) error {
 		return nil
 	}
 	pub := cfg.Identity.Public().(ed25519.PublicKey) // -cert needs -identity
-	if err := swim.VerifyCertificate(cfg.Certificate, cfg.Name, pub, cfg.TrustedRoots, now); err != nil {
+	if err := certificate.Verify(cfg.Certificate, cfg.Name, pub, cfg.TrustedRoots, now); err != nil {
 		return usageErr(fmt.Errorf("-cert: %w (name %q, identity %s)", err, cfg.Name, encodeKey(pub)))
 	}
 	return nil
@@ -403,7 +404,7 @@ func cmdCert(args []string, stdout, stderr io.Writer) error {
 		return usageErr(fmt.Errorf("cert: -key: %w", err))
 	}
 	notAfter := time.Now().Add(*valid).Truncate(time.Second)
-	cert, err := swim.NewCertificate(root, *name, key, notAfter)
+	cert, err := certificate.New(root, *name, key, notAfter)
 	if err != nil {
 		return usageErr(fmt.Errorf("cert: %w", err))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/swim-go/swim"
+	"github.com/swim-go/swim/certificate"
 )
 
 // configOf parses args and builds the configuration, as run does.
@@ -181,19 +182,19 @@ func TestCertificateCommand(t *testing.T) {
 		require.NoError(t, err)
 		roots := []ed25519.PublicKey{r.root}
 		pk := key.Public().(ed25519.PublicKey)
-		require.NoError(t, swim.VerifyCertificate(cert, "a", pk, roots, time.Now()))
-		require.ErrorIs(t, swim.VerifyCertificate(cert, "b", pk, roots, time.Now()), swim.ErrCertificateMismatch)
+		require.NoError(t, certificate.Verify(cert, "a", pk, roots, time.Now()))
+		require.ErrorIs(t, certificate.Verify(cert, "b", pk, roots, time.Now()), certificate.ErrMismatch)
 		other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32)).Public().(ed25519.PublicKey)
-		require.ErrorIs(t, swim.VerifyCertificate(cert, "a", pk, []ed25519.PublicKey{other}, time.Now()), swim.ErrCertificateUnknownRoot)
+		require.ErrorIs(t, certificate.Verify(cert, "a", pk, []ed25519.PublicKey{other}, time.Now()), certificate.ErrUnknownRoot)
 
 		valid := defaultCertValidity
 		if i == 1 {
 			valid = time.Hour
 		}
-		c, err := swim.ParseCertificate(cert)
+		c, err := certificate.Parse(cert)
 		require.NoError(t, err)
 		require.WithinDuration(t, before.Add(valid), c.NotAfter, 2*time.Second)
-		require.ErrorIs(t, swim.VerifyCertificate(cert, "a", pk, roots, before.Add(valid+2*time.Second)), swim.ErrCertificateExpired)
+		require.ErrorIs(t, certificate.Verify(cert, "a", pk, roots, before.Add(valid+2*time.Second)), certificate.ErrExpired)
 	}
 
 	// Files are not overwritten, but for certificates (renewal).
@@ -298,7 +299,7 @@ func TestTrustedRootsAndCertificate(t *testing.T) {
 	require.NoError(t, err)
 	idKey, err := readPrivateKey(id, nil)
 	require.NoError(t, err)
-	old, err := swim.NewCertificate(rootKey, "a", idKey.Public().(ed25519.PublicKey), time.Now().Add(-time.Minute))
+	old, err := certificate.New(rootKey, "a", idKey.Public().(ed25519.PublicKey), time.Now().Add(-time.Minute))
 	require.NoError(t, err)
 	expired := filepath.Join(dir, "expired.cert")
 	require.NoError(t, os.WriteFile(expired, []byte(encodeKey(old)+"\n"), 0o644))
