@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"errors"
 	"net/netip"
 	"time"
 
@@ -8,7 +9,9 @@ import (
 )
 
 // Admission: the application's say over who joins its view (Config.Admit
-// and Config.AdmitJoin).
+// and Config.AdmitJoin), and a seed's refusal of a join, by its
+// application or by signed claims (joinerProven), which the joiner is
+// told the reason of.
 
 // admit asks Config.Admit about a member never seen before, as it
 // announced itself; a refusal is counted and the member not added.
@@ -79,6 +82,46 @@ func (m *Machine) admitJoin(pp *wire.PushPullView) error {
 		return err
 	}
 	return nil
+}
+
+// ErrJoinRefused is matched (errors.Is) by the error of a join a seed
+// refused, which carries the seed's reason: a certificate that expired or
+// that no root it trusts signed, unsigned claims where it requires
+// signatures, or its application's AdmitJoin.
+var ErrJoinRefused = errors.New("swim: join refused")
+
+// refusal is a join refused by this member as a seed, with the reason the
+// joiner is told (wire.Refusal).
+type refusal struct{ reason string }
+
+func (r *refusal) Error() string { return "join refused: " + r.reason }
+
+// joinerProven checks a joiner's own entry in its join request: signed
+// where signatures are required, and certified where there is an
+// authority.
+func (m *Machine) joinerProven(now time.Time, pp *wire.PushPullView) error {
+	if !m.signing() {
+		return nil
+	}
+	var v wire.MemberView
+	for c := pp.Cursor(); c.Next(&v); {
+		if string(v.Name) != pp.From {
+			continue
+		}
+		if err := m.sigs.CheckJoiner(now, pp.From, v.Key, v.Sig, v.Cert); err != nil {
+			return &refusal{err.Error()}
+		}
+		return nil
+	}
+	return nil
+}
+
+// encodeRefusal is the answer to a join refused for r, no longer than the
+// request was (limit): nobody unknown gets more bytes back than it sent.
+func encodeRefusal(r *refusal, limit int) ([]byte, error) {
+	reason := r.reason
+	reason = reason[:min(len(reason), wire.MaxRefusalLen, max(limit-8, 0))]
+	return wire.AppendPacket(nil, &wire.Refusal{Reason: reason})
 }
 
 // Name conflicts. News that this member is alive at another address is

@@ -66,7 +66,7 @@ type origin struct {
 	stream bool
 	sender string
 	// signer: the push-pull's sender signs its own entry, and so leaves
-	// out the proofs of entries it deems known (signatures.go).
+	// out the proofs of entries it deems known (proofWanted, pushpull.go).
 	signer bool
 }
 

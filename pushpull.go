@@ -417,7 +417,7 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 	if o.signer && len(v.Sig) == 0 {
 		// A proof the sender left out: it deemed the news known here.
 		// Missed news comes with its proof in the reply to this
-		// member's own next exchange (signatures.go).
+		// member's own next exchange (proofWanted).
 		return
 	}
 	name := string(v.Name)
@@ -596,4 +596,98 @@ func (m *Machine) reconnectCandidate(i int) (addr netip.AddrPort, name string, o
 		}
 	}
 	return netip.AddrPort{}, "", false
+}
+
+// Proofs in push-pull entries (signed claims): which entries carry their
+// member's proof, and what a request told of the requester's view.
+
+// entryProof returns the key, signature and certificate of s's push-pull
+// entry: its signed alive, its leave, or this member's accusation.
+func (m *Machine) entryProof(s *memberState) (key, sig, cert []byte) {
+	if !m.signing() {
+		return nil, nil, nil
+	}
+	name := m.nameOf(s)
+	switch s.state() {
+	case StateAlive:
+		a := m.aliveOf(s)
+		return a.Key, a.Sig, a.Cert
+	case StateLeft:
+		return nil, m.sigs.LeaveSig(name, s.inc(), m.lifeOf(s)), nil
+	}
+	return nil, m.sigs.AccusationSig(claims.Accusation{Name: name, From: m.selfName, Inc: s.inc(), Life: m.lifeOf(s)}), nil
+}
+
+// peerView is what a push-pull request said of each member: enough to
+// tell which of this member's entries the requester lacks (entries; nil
+// for this member's own requests). full: the requester started signing
+// lately, and binds the keys of the names it holds from the proofs of the
+// reply.
+type peerView struct {
+	entries map[string]peerEntry
+	full    bool
+}
+
+type peerEntry struct {
+	inc, life uint64
+	state     State
+}
+
+// peerView reads the view of the push-pull request req (nil when not
+// signing: no entry then carries a proof).
+func (m *Machine) peerView(req []byte) peerView {
+	if !m.signing() {
+		return peerView{}
+	}
+	pp, err := wire.ParsePushPullLimit(req, m.cfg.MaxMembers)
+	if err != nil {
+		return peerView{full: true}
+	}
+	v := peerView{entries: make(map[string]peerEntry, pp.Count)}
+	var mv wire.MemberView
+	for c := pp.Cursor(); c.Next(&mv); {
+		v.entries[string(mv.Name)] = peerEntry{inc: mv.Incarnation, life: mv.Life, state: State(mv.State)}
+	}
+	// Its key bound here lately (the request itself may have bound it):
+	// it turned signatures on, or joined, lately.
+	if m.sigs.BoundLately(pp.From) {
+		v.full = true
+	}
+	return v
+}
+
+// proofWanted reports whether s's push-pull entry carries its proof (key,
+// signature, certificate), which is most of an entry's size. A proof is
+// what lets a member take news it missed; an entry the peer holds already
+// needs none, and is dropped unverified. So: in a join, where the peer
+// holds nothing yet; in a reply, where the requester's view (theirs)
+// lacks the entry or holds an older one; in a request, for claims taken
+// in this member's last claims.RecentExchanges exchanges, and for
+// suspicions. A member behind on an older claim gets its proof in the
+// reply to its own next exchange.
+func (m *Machine) proofWanted(s *memberState, join bool, theirs peerView) bool {
+	if join || s == m.self || theirs.full {
+		return true // this member's own entry says it signs (senderSigns)
+	}
+	name := m.nameOf(s)
+	if theirs.entries != nil {
+		e, ok := theirs.entries[name]
+		return !ok || otherLife(e.life, m.lifeOf(s)) || precedence(e.state, e.inc, s.state(), s.inc()) == supersedes
+	}
+	if s.state() == StateSuspect {
+		return true
+	}
+	return m.sigs.Recent(name)
+}
+
+// senderSigns reports whether the push-pull pp's sender signed its own
+// entry.
+func senderSigns(pp *wire.PushPullView) bool {
+	var v wire.MemberView
+	for c := pp.Cursor(); c.Next(&v); {
+		if string(v.Name) == pp.From {
+			return len(v.Sig) > 0
+		}
+	}
+	return false
 }
