@@ -344,6 +344,19 @@ func TestRestartWithNewKey(t *testing.T) {
 	require.Equal(t, []byte(mtPub(103)), h.m.sigs.Bound(mtPeer(3)))
 }
 
+// The Machine hands its SignatureMode to internal/claims as a number: the
+// two must name the same modes.
+func TestSignatureModesAreClaimsModes(t *testing.T) {
+	for mode, want := range map[SignatureMode]claims.Mode{
+		SignaturesOff: claims.ModeOff, SignaturesSign: claims.ModeSign, SignaturesRequired: claims.ModeRequired,
+	} {
+		require.Equal(t, want, claims.Mode(mode), mode.String())
+		m, err := NewMachine(signedConfig(mode), mtSelfAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
+		require.NoError(t, err)
+		require.Equal(t, mode, m.Signatures())
+	}
+}
+
 func TestSignaturesConfig(t *testing.T) {
 	c := signedConfig(SignaturesRequired)
 	c.Identity = nil
