@@ -81,7 +81,7 @@
 //     to GossipNodes members every GossipInterval.
 //   - Plumtree §3 (Leitão, Pereira and Rodrigues, SRDS 2007), broadcast
 //     trees: applications' broadcasts are pushed along a tree of eager
-//     links and announced (IHave) to lazy neighbours; a copy that comes
+//     links and announced (IHave) to lazy neighbors; a copy that comes
 //     twice prunes its link, an announced broadcast that does not come
 //     within TreeGraftTimeout grafts the announcer (tree.go). Toward
 //     members of releases before the trees, or with BroadcastTree off,
@@ -159,7 +159,7 @@
 //     8·dead/live (after Serf), so a crash costs a large cluster about 8
 //     full-state exchanges per ReconnectInterval, not one per member.
 //   - The broadcast trees' overlay is the member table, not HyParView:
-//     a member's neighbours are its predecessor and successor among the
+//     a member's neighbors are its predecessor and successor among the
 //     live members on each of three hash rings of the names, so members
 //     with the same view agree on the links without a message, and SWIM's
 //     failure detector stands in for the overlay's NeighborDown (Plumtree
@@ -169,19 +169,19 @@
 //     copies of one broadcast (the first this member received, or the
 //     first over a link added since), never by concurrent ones; each
 //     origin then has a tree of its own, changed by its own prunes and
-//     grafts alone.
-//     A single tree pruned by every sender's copies lets concurrent
-//     senders prune one another's links until it spans nothing (tree.go).
-//   - A neighbour's suspicion mends the trees at once: the member asks its
-//     other neighbours to carry the trees the suspect carried to it (a
+//     grafts alone: a single tree pruned by every sender's copies lets
+//     concurrent senders prune one another's links until it spans nothing
+//     (tree.go).
+//   - A neighbor's suspicion mends the trees at once: the member asks its
+//     other neighbors to carry the trees the suspect carried to it (a
 //     Graft naming origins), and the accuser tells the suspect's ring
-//     neighbours itself. Plumtree mends a tree only when a broadcast fails
-//     to come (§3.2) or the overlay drops the neighbour (§3.3, here at its
+//     neighbors itself. Plumtree mends a tree only when a broadcast fails
+//     to come (§3.2) or the overlay drops the neighbor (§3.3, here at its
 //     death), so an origin that broadcasts rarely would find its tree
 //     broken at its next broadcast.
 //   - Pushes and announcements wait per link for the next flush
 //     (TreeFlushInterval) and go in as few packets as hold them, and
-//     announcements also ride on packets going to the neighbour anyway; a
+//     announcements also ride on packets going to the neighbor anyway; a
 //     link's queue is bounded, and past it the origin with the most bytes
 //     queued loses its newest push, so one noisy origin cannot crowd the
 //     others out of a relay.
