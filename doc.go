@@ -35,14 +35,16 @@
 //     certificate.go (member certificates of a cluster authority),
 //     newcomers.go (checking a member not known before it is admitted),
 //     registry.go (member identities, shared by Machines),
-//     broadcast.go (the piggyback queue), joinstorm.go (pacing news in a
-//     join storm), repair.go (gossip's gaps: asks for missed members, view
-//     digests), pushpull.go (anti-entropy and join exchanges), health.go
-//     (local health), timers.go (the one timer queue), admission.go (the
-//     application's say over who joins), partition.go (the partition
-//     alarm), usermsg.go (the applications' messages and broadcasts),
-//     tree.go (the broadcast trees: eager pushes, announcements, grafts
-//     and prunes), userping.go (the applications' pings and round trips) and
+//     broadcast.go (the piggyback queues, fewest-sent first, and periodic
+//     gossip), joinstorm.go (pacing news in a join storm), repair.go
+//     (gossip's gaps: asks for missed members, view digests), pushpull.go
+//     (anti-entropy and join exchanges), health.go (local health),
+//     timers.go (the one timer queue), admission.go (the application's say
+//     over who joins), partition.go (the partition alarm), usermsg.go (the
+//     applications' messages and broadcasts, and the packer that shares a
+//     packet's room between them and membership deltas), tree.go (the
+//     broadcast trees: eager pushes, announcements, grafts and prunes),
+//     userping.go (the applications' pings and round trips) and
 //     observer.go (measurements for metrics). Every input carries now;
 //     every output (packets, stream exchanges, events, the next deadline)
 //     is data; NextDeadline is the head of the timer queue.
