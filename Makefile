@@ -26,9 +26,10 @@ sizes:
 # test: formatting and vet (lint), no tracked file over 1 MiB (sizes), a
 # headless browser for the agent's page (chromium), then every test under
 # the race detector, the root's then each submodule's (examples/agent's
-# with the browser test of the page, TestAgentPage), and the join-storm
-# scenario of 1,536 members without it (35 s; five minutes under the race
-# detector); about 9 minutes on 2 cores.
+# with the browser test of the page, TestAgentPage), and without it the
+# join-storm scenario of 1,536 members (35 s; five minutes under the race
+# detector) and the trees' repair after crashes at 1,000 members
+# (TestTreeRepairsAfterCrashes); about 9 minutes on 2 cores.
 test: lint sizes chromium
 	SWIM_UI_TEST=$${SWIM_UI_TEST:-require} $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -count=1 -timeout 5m -run '^TestScenarioSuspicionsInAJoinStorm$$' ./internal/sim -storm

@@ -69,9 +69,10 @@ func (l *bucketList) remove(b *broadcast) {
 // broadcastQueue is the bounded piggyback queue (SWIM §4.1, "infection-style
 // dissemination"). Deltas are taken fewest-transmitted first, newest first
 // among equals, so fresh news spreads before old news is repeated. Each
-// delta is sent a limited number of times, RetransmitMult·ceil(log10(N+1)),
-// which reaches every member with high probability in O(log N) periods. A
-// newer delta about a member invalidates the queued one. When the queue is
+// delta is sent a limited number of times, RetransmitMult·max(2,
+// ceil(log10(N+1))) (retransmitLimit, machine.go), which reaches every
+// member with high probability in O(log N) periods. A newer delta about a
+// member invalidates the queued one. When the queue is
 // over its limits (a count, and for applications' broadcasts bytes too),
 // the deltas sent most often go first.
 type broadcastQueue struct {

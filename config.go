@@ -140,8 +140,8 @@ type Config struct {
 	// pause, a VM migration, a saturated link) without being declared dead.
 	// It sets the suspicion timeout: Min = PauseTolerance, measured from
 	// the start of the probe that failed (plus the time a refutation needs
-	// to spread when FinalCheck is off; see Machine.suspicionBounds), so a
-	// real crash is known everywhere about PauseTolerance plus one
+	// to spread when FinalCheck is off; docs/tuning.md has the formula),
+	// so a real crash is known everywhere about PauseTolerance plus one
 	// ProbeInterval after it happens. Zero falls back to
 	// SuspicionMult·max(1, log10 N)·ProbeInterval. Default 5s (LAN), 15s
 	// (WAN), 2s (Local).

@@ -35,14 +35,16 @@
 //     of internal/claims),
 //     newcomers.go (checking a member not known before it is admitted),
 //     registry.go (member identities, shared by Machines),
-//     broadcast.go (the piggyback queue), joinstorm.go (pacing news in a
-//     join storm), repair.go (gossip's gaps: asks for missed members, view
-//     digests), pushpull.go (anti-entropy and join exchanges), health.go
-//     (local health), timers.go (the one timer queue), admission.go (the
-//     application's say over who joins), partition.go (the partition
-//     alarm), usermsg.go (the applications' messages and broadcasts),
-//     tree.go (the broadcast trees: eager pushes, announcements, grafts
-//     and prunes), userping.go (the applications' pings and round trips) and
+//     broadcast.go (the piggyback queues, fewest-sent first, and periodic
+//     gossip), joinstorm.go (pacing news in a join storm), repair.go
+//     (gossip's gaps: asks for missed members, view digests), pushpull.go
+//     (anti-entropy and join exchanges), health.go (local health),
+//     timers.go (the one timer queue), admission.go (the application's say
+//     over who joins), partition.go (the partition alarm), usermsg.go (the
+//     applications' messages and broadcasts, and the packer that shares a
+//     packet's room between them and membership deltas), tree.go (the
+//     broadcast trees: eager pushes, announcements, grafts and prunes),
+//     userping.go (the applications' pings and round trips) and
 //     observer.go (measurements for metrics). Every input carries now;
 //     every output (packets, stream exchanges, events, the next deadline)
 //     is data; NextDeadline is the head of the timer queue.
@@ -78,12 +80,19 @@
 //     other; without an ack within ProbeTimeout it asks IndirectChecks
 //     others to ping the target and relay the ack (probe.go).
 //   - SWIM §4.1, dissemination: membership deltas ride on every ping,
-//     ping-req, ack and nack, fewest-sent first, each sent
-//     RetransmitMult·max(2, ceil(log10(N+1))) times (broadcast.go), and are
-//     also gossiped to GossipNodes members every GossipInterval.
-//     Applications' broadcasts spread the same way, each member relaying
-//     what it delivers (usermsg.go); they share every packet with
-//     membership deltas by a fair budget, each kind sure of half.
+//     ping-req, ack and nack, fewest-sent first (the queue in
+//     broadcast.go), each sent RetransmitMult·max(2, ceil(log10(N+1)))
+//     times (the limit is computed in machine.go), and are also gossiped
+//     to GossipNodes members every GossipInterval.
+//   - Plumtree §3 (Leitão, Pereira and Rodrigues, SRDS 2007), broadcast
+//     trees: applications' broadcasts are pushed along a tree of eager
+//     links and announced (IHave) to lazy neighbors; a copy that comes
+//     twice prunes its link, an announced broadcast that does not come
+//     within TreeGraftTimeout grafts the announcer (tree.go). Toward
+//     members of releases before the trees, or with BroadcastTree off,
+//     broadcasts are gossiped as deltas are, each member relaying what it
+//     delivers, and share every packet with membership deltas by a fair
+//     budget, each kind sure of half (usermsg.go).
 //   - SWIM §4.2, suspicion and incarnations: a failed probe makes its
 //     target suspect, not dead; only a member raises its own incarnation,
 //     to refute (suspicion.go, incarnation.go).
@@ -154,6 +163,37 @@
 //   - Reconnect attempts to dead members are made with probability
 //     8·dead/live (after Serf), so a crash costs a large cluster about 8
 //     full-state exchanges per ReconnectInterval, not one per member.
+//   - The broadcast trees' overlay is the member table, not HyParView:
+//     a member's neighbors are its predecessor and successor among the
+//     live members on each of three hash rings of the names, so members
+//     with the same view agree on the links without a message, and SWIM's
+//     failure detector stands in for the overlay's NeighborDown (Plumtree
+//     §3.3): a view every member holds already needs no second one.
+//   - Two kinds of tree instead of Plumtree's one: a shared tree carries
+//     each origin's first broadcast, and each link of it is pruned by the
+//     copies of one broadcast (the first this member received, or the
+//     first over a link added since), never by concurrent ones; each
+//     origin then has a tree of its own, changed by its own prunes and
+//     grafts alone: a single tree pruned by every sender's copies lets
+//     concurrent senders prune one another's links until it spans nothing
+//     (tree.go).
+//   - A neighbor's suspicion mends the trees at once: the member asks its
+//     other neighbors to carry the trees the suspect carried to it (a
+//     Graft naming origins), and the accuser tells the suspect's ring
+//     neighbors itself. Plumtree mends a tree only when a broadcast fails
+//     to come (§3.2) or the overlay drops the neighbor (§3.3, here at its
+//     death), so an origin that broadcasts rarely would find its tree
+//     broken at its next broadcast.
+//   - Pushes and announcements wait per link for the next flush
+//     (TreeFlushInterval) and go in as few packets as hold them, and
+//     announcements also ride on packets going to the neighbor anyway; a
+//     link's queue is bounded, and past it the origin with the most bytes
+//     queued loses its newest push, so one noisy origin cannot crowd the
+//     others out of a relay.
+//   - A broadcast with a key replaces the older value of its key wherever
+//     it is queued or retained, and no member delivers an older value
+//     after a newer one: only the newest value of a key keeps spreading,
+//     which is what a replicated map wants.
 //   - Every member announces the protocol versions it speaks (and its
 //     application's) with its alive; message kinds and fields of a newer
 //     protocol are skipped and counted, and a wire feature is used toward

@@ -69,7 +69,7 @@ func precedence(held State, heldInc uint64, st State, inc uint64) verdict {
 // beyond what a peer last saw of it, even across restarts that overtake a
 // previous life; while a single forged delta at 2^64-1 would otherwise
 // leave its member unable to refute ever again. Incarnations also saturate
-// instead of wrapping (nextIncarnation), so even a long run of forgeries,
+// instead of wrapping, so even a long run of forgeries,
 // each within the bound, cannot turn one into a small number.
 const MaxIncarnationJump = 1 << 32
 

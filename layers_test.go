@@ -534,11 +534,12 @@ func (l *layering) coreReach() map[types.Object]bool {
 	return reach
 }
 
-// impurities lists what the core must not do (DESIGN.md, principle 1): a
-// core file may not import a package that does I/O or locking, and no
-// declaration the core's seeds reach, shared ones included, may read the
-// clock, start a goroutine, use a channel or draw from a global random
-// source.
+// impurities lists what the core must not do (the package doc's "Layers":
+// a core with no I/O, no clock and no randomness but the *rand.Rand it is
+// given is what lets the simulator replay it exactly): a core file may not
+// import a package that does I/O or locking, and no declaration the core's
+// seeds reach, shared ones included, may read the clock, start a
+// goroutine, use a channel or draw from a global random source.
 func (l *layering) impurities() []string {
 	var out []string
 	report := func(n ast.Node, what string) {
@@ -634,7 +635,7 @@ func TestRuntimeUsesCoreAPIOnly(t *testing.T) {
 
 // TestCoreIsPure: the core does no I/O, takes no lock, reads no clock,
 // starts no goroutine, uses no channel and draws randomness only from the
-// *rand.Rand it is given (DESIGN.md, principle 1).
+// *rand.Rand it is given (the package doc, "Layers").
 func TestCoreIsPure(t *testing.T) {
 	require.Empty(t, thisPackage(t).impurities())
 }

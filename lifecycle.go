@@ -19,7 +19,8 @@ var ErrMetaTooLarge = errors.New("swim: metadata over MaxMetaSize")
 
 // Errors returned by the Machine's API.
 var (
-	// ErrLeft: this member has left the cluster; it no longer takes part.
+	// ErrLeft: this member has left the cluster; it takes part again only
+	// after Join.
 	ErrLeft = errors.New("swim: member has left")
 	// ErrUnknownStream: a stream response names no exchange in flight.
 	ErrUnknownStream = errors.New("swim: unknown stream id")
@@ -79,8 +80,12 @@ func (m *Machine) AddSeeds(now time.Time, addrs []netip.AddrPort, until time.Tim
 	return started
 }
 
-// Leave announces a graceful leave: this member gossips itself as left at a
-// higher incarnation and stops probing. LeaveDone reports when it was sent.
+// Leave announces a graceful leave: this member takes itself as left at a
+// higher incarnation, stops probing, queues its leave for gossip (sent at
+// once, then as often as any delta is) and sends every live member it
+// knows a leave notice, a ping with the leave riding on it, again after
+// each ProbeTimeout until acknowledged, five times at most. LeaveDone
+// reports when both are done.
 func (m *Machine) Leave(now time.Time) error {
 	if m.self.state() != StateAlive {
 		return ErrLeft
@@ -211,10 +216,11 @@ func (m *Machine) rejoin(now time.Time) {
 	}
 }
 
-// LeaveDone reports whether the leave announcement has been sent as often as
-// any delta is (or there is nobody left to tell), and every member this
-// one knew has acknowledged its leave notice or was sent it
-// leaveNoticeTries times.
+// LeaveDone reports whether the leave is done: its gossip has left the
+// queue (sent as often as any delta is, or dropped from a full queue) or
+// there is nobody left to tell, and every member this one knew has
+// acknowledged its leave notice, was sent it five times, or has died or
+// left since.
 func (m *Machine) LeaveDone() bool {
 	if m.leaveBroadcast == nil || len(m.leaveNotices) > 0 {
 		return false

@@ -123,7 +123,7 @@ func (m *Machine) encodeState(join bool, peer string, theirs peerView) ([]byte, 
 
 // HandleStream processes one stream request received from a peer (a
 // push-pull, or a ping checking this member over TCP) and returns the reply
-// message to write back. A push-pull of more than mergeSlice members is
+// message to write back. A push-pull of more than 1,024 members is
 // applied a slice per Tick from then on (see NextDeadline), so the Machine
 // keeps req until it is done: the caller must not change it.
 func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) ([]byte, error) {
@@ -172,7 +172,7 @@ func (m *Machine) HandleStream(now time.Time, from netip.AddrPort, req []byte) (
 
 // HandleStreamResponse reports the outcome of a StreamRequest: the reply, or
 // the error that ended the exchange. It returns nil when the reply was
-// merged (or, for more than mergeSlice members, accepted to be merged a
+// merged (or, for more than 1,024 members, accepted to be merged a
 // slice per Tick; the Machine keeps resp until then).
 func (m *Machine) HandleStreamResponse(now time.Time, id uint64, resp []byte, err error) error {
 	pending, ok := m.streams[id]

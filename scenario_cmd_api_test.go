@@ -1,20 +1,23 @@
 package swim
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"net/netip"
 	"strings"
 
+	"github.com/swim-go/swim/internal/claims"
 	"github.com/swim-go/swim/internal/wire"
 )
 
 // Scenario commands that call a Machine's API: join, join-start, leave,
 // leave-done and update-meta.
 
-// cmdJoin: join NODE [peers=N inc=I] [via=NAME], with input member lines,
-// joins NODE through via (default seed). A scripted via answers with a
-// push-pull of the members given (pNNN for N of peers=, at incarnation
-// inc=, and the input lines); the join's own request and events are not
+// cmdJoin: join NODE [peers=N inc=I [ver=V] [signed]] [via=NAME], with
+// input member lines, joins NODE through via (default seed). A scripted
+// via answers with a push-pull of the members given (pNNN for N of
+// peers=, at incarnation inc=, announcing protocol V, their alives signed
+// by their identities when signed is given; and the input lines); the join's own request and events are not
 // printed, only the count of live members NODE then knows. A Machine via
 // runs the exchange for real, printed in full.
 func (w *scenWorld) cmdJoin(a *scenArgs, input []string) error {
@@ -39,16 +42,31 @@ func (w *scenWorld) cmdJoin(a *scenArgs, input []string) error {
 	if err != nil {
 		return err
 	}
+	versions, err := versionsArg(a)
+	if err != nil {
+		return err
+	}
+	signed := a.flag("signed")
 	pp := &wire.PushPull{From: via}
 	for i := 1; i <= int(peers); i++ {
-		pp.Members = append(pp.Members, mtMember(i, StateAlive, inc))
+		ms := mtMember(i, StateAlive, inc)
+		ms.Versions = versions
+		if signed {
+			k, err := w.keyOf(ms.Name)
+			if err != nil {
+				return err
+			}
+			ms.Key = k.Public().(ed25519.PublicKey)
+			ms.Sig = claims.Sign(k, w.aliveClaim(ms.Name, ms.Addr, ms.Incarnation, ms.Life, ms.Meta, ms.Versions, ms.Key))
+		}
+		pp.Members = append(pp.Members, ms)
 	}
 	for _, line := range input {
 		tokens, err := scenFields(line)
 		if err != nil {
 			return err
 		}
-		ms, err := w.parseMember(tokens)
+		ms, err := w.parseMember(tokens, via)
 		if err != nil {
 			return fmt.Errorf("%q: %w", line, err)
 		}
@@ -134,5 +152,46 @@ func (w *scenWorld) cmdUpdateMeta(a *scenArgs, _ []string) error {
 	}
 	w.printErr(n.name, n.m.UpdateMeta(w.now, meta))
 	w.collect(n)
+	return nil
+}
+
+// cmdBroadcast: broadcast NODE [key=K] [payload=P] [size=N] calls
+// Broadcast (a payload of N bytes of x with size=) and prints the ID its
+// Outcome will carry, or the error.
+func (w *scenWorld) cmdBroadcast(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	payload := []byte(a.str("payload", ""))
+	if size, err := a.num("size", 0); err != nil {
+		return err
+	} else if size > 0 {
+		payload = []byte(strings.Repeat("x", int(size)))
+	}
+	id, err := n.m.Broadcast(w.now, a.str("key", ""), payload)
+	if err != nil {
+		w.printErr(n.name, err)
+	} else {
+		w.printf("%s broadcast id=%d", n.name, id)
+	}
+	w.collect(n)
+	return nil
+}
+
+// cmdDelivered: delivered NODE prints, in order, every message NODE has
+// handed its application in the scenario (Ready.Messages).
+func (w *scenWorld) cmdDelivered(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	w.collect(n)
+	if len(n.delivered) == 0 {
+		w.printf("%s delivered nothing", n.name)
+	}
+	for _, d := range n.delivered {
+		w.printf("%s", d)
+	}
 	return nil
 }

@@ -6,6 +6,9 @@ import (
 	"net/netip"
 	"reflect"
 	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/swim-go/swim/internal/wire"
 )
@@ -52,7 +55,7 @@ func (w *scenWorld) cmdStats(a *scenArgs, _ []string) error {
 	st := reflect.ValueOf(n.m.Stats())
 	var parts []string
 	for _, f := range a.words {
-		v := st.FieldByName(f)
+		v := statField(st, f)
 		if !v.IsValid() {
 			return fmt.Errorf("no Stats field %s", f)
 		}
@@ -61,6 +64,41 @@ func (w *scenWorld) cmdStats(a *scenArgs, _ []string) error {
 	a.words = nil
 	w.printf("%s", strings.Join(parts, " "))
 	return nil
+}
+
+// statField is the counter of Stats st named f: a field of Stats, a
+// dotted path into its groups ("Tree.Redundant"), or the one field of
+// that name in a group, so that the scripts read the same counters
+// however Stats groups them. The zero Value when there is none or more
+// than one.
+func statField(st reflect.Value, f string) reflect.Value {
+	if path := strings.Split(f, "."); len(path) > 1 {
+		v := st
+		for _, p := range path {
+			if v.Kind() != reflect.Struct {
+				return reflect.Value{}
+			}
+			if v = v.FieldByName(p); !v.IsValid() {
+				return v
+			}
+		}
+		return v
+	}
+	if v := st.FieldByName(f); v.IsValid() {
+		return v
+	}
+	var found reflect.Value
+	for i := range st.NumField() {
+		if g := st.Field(i); g.Kind() == reflect.Struct {
+			if v := statField(g, f); v.IsValid() {
+				if found.IsValid() {
+					return reflect.Value{}
+				}
+				found = v
+			}
+		}
+	}
+	return found
 }
 
 // cmdHealth: health NODE prints the local health score.
@@ -152,4 +190,25 @@ func (w *scenWorld) cmdSettle(a *scenArgs, _ []string) error {
 		}
 	}
 	return errors.New("the broadcast queue never drains")
+}
+
+// TestStatField: a counter is found at the top, by a dotted path, or by
+// its name alone in one group; a name two groups share is found by path
+// only.
+func TestStatField(t *testing.T) {
+	type tree struct{ Redundant, Shared uint64 }
+	type other struct{ Shared uint64 }
+	st := reflect.ValueOf(struct {
+		Top   uint64
+		Tree  tree
+		Other other
+		Plain int
+	}{Top: 1, Tree: tree{Redundant: 2, Shared: 3}, Other: other{Shared: 4}})
+	require.Equal(t, uint64(1), statField(st, "Top").Interface())
+	require.Equal(t, uint64(2), statField(st, "Redundant").Interface())
+	require.Equal(t, uint64(2), statField(st, "Tree.Redundant").Interface())
+	require.Equal(t, uint64(4), statField(st, "Other.Shared").Interface())
+	require.False(t, statField(st, "Shared").IsValid(), "a name two groups share")
+	require.False(t, statField(st, "Missing").IsValid())
+	require.False(t, statField(st, "Plain.X").IsValid())
 }

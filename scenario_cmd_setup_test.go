@@ -1,13 +1,18 @@
 package swim
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/swim-go/swim/certificate"
 )
 
 // Scenario commands that set a scenario up: new (Machines), peer
@@ -38,9 +43,21 @@ func (w *scenWorld) cmdNew(a *scenArgs, _ []string) error {
 				continue
 			}
 			v, _ := a.get(k)
+			if err := w.setClaimField(cfg, k, v); err != errNotClaimField {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			if err := setConfigField(cfg, k, v); err != nil {
 				return err
 			}
+		}
+		if err := w.giveIdentity(cfg, a); err != nil {
+			return err
+		}
+		if cfg.Label != "" {
+			w.label = cfg.Label
 		}
 		addr, ok := w.addrOf(name)
 		switch {
@@ -57,9 +74,11 @@ func (w *scenWorld) cmdNew(a *scenArgs, _ []string) error {
 		if err != nil {
 			return err
 		}
-		n := &scenNode{name: name, addr: addr, m: m}
+		n := &scenNode{name: name, addr: addr, m: m, cfg: cfg}
 		w.nodes = append(w.nodes, n)
 		w.byName[name] = n
+		w.made[name]++
+		w.lifeNames[m.LocalMember().Life] = fmt.Sprintf("%s.%d", name, w.made[name])
 	}
 	return nil
 }
@@ -128,5 +147,129 @@ func (w *scenWorld) cmdPeer(a *scenArgs, _ []string) error {
 // cmdReset: reset starts a new scenario in the same file.
 func (w *scenWorld) cmdReset(*scenArgs, []string) error {
 	*w = *newScenWorld(w.t)
+	return nil
+}
+
+// errNotClaimField says a Config field is not one setClaimField sets.
+var errNotClaimField = errors.New("not a field of signed claims")
+
+// setClaimField sets the Config fields of signed claims, which name
+// identities: Signatures=off|sign|required, Identity=NAME,
+// TrustedRoots=NAME,... and Certificate=ROOT (a certificate ROOT signs
+// for the Machine's name and identity, valid for a day from mtStart).
+// Certificate is set by giveIdentity, once the identity is known.
+func (w *scenWorld) setClaimField(cfg *Config, k, v string) error {
+	switch k {
+	case "Signatures":
+		mode, err := ParseSignatureMode(v)
+		cfg.Signatures = mode
+		return err
+	case "Identity":
+		key, err := w.identity(v)
+		cfg.Identity = key
+		return err
+	case "TrustedRoots":
+		for _, r := range strings.Split(v, ",") {
+			if _, err := w.identity(r); err != nil {
+				return err
+			}
+			cfg.TrustedRoots = append(cfg.TrustedRoots, w.pubOf(r))
+		}
+		return nil
+	case "Certificate":
+		_, err := w.identity(v)
+		return err
+	}
+	return errNotClaimField
+}
+
+// giveIdentity gives a Machine that signs and has no Identity= the
+// identity of its name (declared, or seeded with the name), declares
+// the Machine's identity under its name, and makes its Certificate=.
+func (w *scenWorld) giveIdentity(cfg *Config, a *scenArgs) error {
+	if cfg.Identity == nil && (cfg.Signatures != SignaturesOff || a.kv["Certificate"] != "") {
+		key, err := w.keyOf(cfg.Name)
+		if err != nil {
+			return err
+		}
+		cfg.Identity = key
+	}
+	if cfg.Identity != nil {
+		if _, ok := w.ids[cfg.Name]; !ok {
+			w.addIdentity(cfg.Name, cfg.Identity)
+		}
+	}
+	if root := a.kv["Certificate"]; root != "" {
+		rk, _ := w.identity(root)
+		cert, err := certificate.New(rk, cfg.Name, cfg.Identity.Public().(ed25519.PublicKey), mtStart.Add(24*time.Hour))
+		if err != nil {
+			return err
+		}
+		cfg.Certificate = cert
+	}
+	return nil
+}
+
+// keyOf is the key of the identity name, made (seeded with the name) if
+// it was not declared.
+func (w *scenWorld) keyOf(name string) (ed25519.PrivateKey, error) {
+	if k, ok := w.ids[name]; ok {
+		return k, nil
+	}
+	k := scenIdentity(name)
+	w.addIdentity(name, k)
+	return k, nil
+}
+
+// cmdIdentity: identity NAME [seed=N] declares an Ed25519 identity, its
+// key seeded with N (default: the name), for scripted peers' signed
+// claims (key=NAME sig=ok), certificates (cert=NAME) and Machines
+// (Identity=NAME, TrustedRoots=NAME).
+func (w *scenWorld) cmdIdentity(a *scenArgs, _ []string) error {
+	if len(a.words) != 1 {
+		return errors.New("identity NAME [seed=N]")
+	}
+	name := a.words[0]
+	a.words = nil
+	w.addIdentity(name, scenIdentity(a.str("seed", name)))
+	return nil
+}
+
+// cmdFields: fields FIELD... makes messages print these optional fields
+// from now on, until reset: life (lives and a ping's target life), ver
+// (protocol versions), sig (keys, signatures and certificates), sent (a
+// broadcast's send time).
+func (w *scenWorld) cmdFields(a *scenArgs, _ []string) error {
+	for _, f := range a.words {
+		if !slices.Contains([]string{"life", "ver", "sig", "sent"}, f) {
+			return fmt.Errorf("fields: %s is not life, ver, sig or sent", f)
+		}
+		w.fields[f] = true
+	}
+	a.words = nil
+	return nil
+}
+
+// cmdRestart: restart NODE [addr=A] replaces NODE's Machine by a new one
+// of the same Config, started now (a new life, NAME.k for the kth
+// Machine of the name), at A or the same address, knowing nobody: the
+// process restarted with its state lost. It draws from PCG(100+k, 2).
+func (w *scenWorld) cmdRestart(a *scenArgs, _ []string) error {
+	n, err := w.node(a)
+	if err != nil {
+		return err
+	}
+	if v, ok := a.get("addr"); ok {
+		if n.addr, err = netip.ParseAddrPort(v); err != nil {
+			return err
+		}
+	}
+	w.made[n.name]++
+	m, err := NewMachine(n.cfg, n.addr, rand.New(rand.NewPCG(uint64(100+w.made[n.name]), 2)), w.now)
+	if err != nil {
+		return err
+	}
+	n.m, n.delivered = m, nil
+	w.lifeNames[m.LocalMember().Life] = fmt.Sprintf("%s.%d", n.name, w.made[n.name])
 	return nil
 }

@@ -29,15 +29,18 @@ func (w *scenWorld) fmtAddrOf(name string, encoded []byte) string {
 }
 
 // fmtMeta prints " meta=M" (quoted when it must be), nothing for none.
-func fmtMeta(meta []byte) string {
-	if len(meta) == 0 {
+func fmtMeta(meta []byte) string { return fmtBytes("meta", meta) }
+
+// fmtBytes prints " NAME=B" (quoted when it must be), nothing for none.
+func fmtBytes(name string, b []byte) string {
+	if len(b) == 0 {
 		return ""
 	}
-	s := string(meta)
+	s := string(b)
 	if strings.ContainsAny(s, " \"\t\n") || !strconv.CanBackquote(s) {
 		s = strconv.Quote(s)
 	}
-	return " meta=" + s
+	return " " + name + "=" + s
 }
 
 // fmtMsg prints one message in the syntax parseMsgs reads; chosen says the
@@ -45,7 +48,8 @@ func fmtMeta(meta []byte) string {
 func (w *scenWorld) fmtMsg(msg wire.Message, chosen bool) string {
 	switch m := msg.(type) {
 	case *wire.Ping:
-		return fmt.Sprintf("ping seq=%s target=%s from=%s", w.seqText(m.Seq, chosen), m.Target, m.From)
+		s := fmt.Sprintf("ping seq=%s target=%s from=%s", w.seqText(m.Seq, chosen), m.Target, m.From)
+		return s + w.fmtLifeField(m.TargetLife)
 	case *wire.PingReq:
 		return fmt.Sprintf("ping-req seq=%s target=%s%s from=%s", w.seqText(m.Seq, chosen), m.Target, w.fmtAddrOf(m.Target, m.TargetAddr), m.From)
 	case *wire.Ack:
@@ -53,29 +57,101 @@ func (w *scenWorld) fmtMsg(msg wire.Message, chosen bool) string {
 	case *wire.Nack:
 		return "nack seq=" + w.seqText(m.Seq, false)
 	case *wire.Alive:
-		return fmt.Sprintf("alive %s inc=%d%s%s", m.Name, m.Incarnation, w.fmtAddrOf(m.Name, m.Addr), fmtMeta(m.Meta))
+		return fmt.Sprintf("alive %s inc=%d%s%s", m.Name, m.Incarnation, w.fmtAddrOf(m.Name, m.Addr), fmtMeta(m.Meta)) +
+			w.fmtVersions(m.Versions) + w.fmtLifeField(m.Life) +
+			w.fmtProof(m.Name, m.Addr, m.Incarnation, m.Life, m.Meta, m.Versions, m.Key, m.Sig, m.Cert)
 	case *wire.Suspect:
 		s := fmt.Sprintf("suspect %s inc=%d from=%s", m.Name, m.Incarnation, m.From)
 		if m.Silence != 0 {
 			s += fmt.Sprintf(" silence=%v", time.Duration(m.Silence)*time.Millisecond)
 		}
-		return s
+		return s + w.fmtLifeField(m.Life) + w.fmtAccusationSig(m.Name, m.From, m.Incarnation, m.Life, false, m.Sig)
 	case *wire.Dead:
+		var s string
 		switch {
 		case m.Left && m.From == m.Name:
-			return fmt.Sprintf("left %s inc=%d", m.Name, m.Incarnation)
+			s = fmt.Sprintf("left %s inc=%d", m.Name, m.Incarnation)
 		case m.Left:
-			return fmt.Sprintf("left %s inc=%d from=%s", m.Name, m.Incarnation, m.From)
+			s = fmt.Sprintf("left %s inc=%d from=%s", m.Name, m.Incarnation, m.From)
+		default:
+			s = fmt.Sprintf("dead %s inc=%d from=%s", m.Name, m.Incarnation, m.From)
 		}
-		return fmt.Sprintf("dead %s inc=%d from=%s", m.Name, m.Incarnation, m.From)
+		s += w.fmtLifeField(m.Life)
+		if m.Left {
+			return s + w.fmtLeaveSig(m.Name, m.Incarnation, m.Life, m.Sig)
+		}
+		return s + w.fmtAccusationSig(m.Name, m.From, m.Incarnation, m.Life, true, m.Sig)
 	case *wire.PushPull:
 		s := "push-pull from=" + m.From
 		if m.Join {
 			s += " join"
 		}
 		return s
+	case *wire.Broadcast:
+		s := fmt.Sprintf("broadcast %s epoch=%s seq=%d%s%s", m.Origin, fmtEpoch(m.Epoch), m.Seq, fmtBytes("key", []byte(m.Key)), fmtBytes("payload", m.Payload))
+		w.bcastName(m.Origin, m.Epoch, m.Seq)
+		if m.Sent != 0 && w.fields["sent"] {
+			s += " sent=" + fmtEpoch(m.Sent)
+		}
+		return s
+	case *wire.IHave:
+		return "ihave " + w.fmtTreeIDs(m.IDs)
+	case *wire.Graft:
+		s := "graft"
+		if len(m.IDs) > 0 {
+			s += " " + w.fmtTreeIDs(m.IDs)
+		}
+		if len(m.Origins) > 0 {
+			trees := make([]string, len(m.Origins))
+			for i, o := range m.Origins {
+				trees[i] = fmtTree(o)
+			}
+			s += " origins=" + strings.Join(trees, ",")
+		}
+		return s
+	case *wire.Prune:
+		return "prune " + fmtTree(m.Origin)
+	case *wire.User:
+		return "user from=" + m.From + fmtBytes("payload", m.Payload)
+	case *wire.AckPayload:
+		return "ack-payload seq=" + w.seqText(m.Seq, false) + fmtBytes("payload", m.Payload)
+	case *wire.Heartbeat:
+		return "heartbeat from=" + m.From
+	case *wire.ViewDigest:
+		return fmt.Sprintf("view-digest live=%d digest=%08x", m.Live, m.Digest)
+	case *wire.Refusal:
+		return "refusal reason=" + strconv.Quote(m.Reason)
+	case *wire.Unknown:
+		return fmt.Sprintf("unknown kind=%d", m.Kind)
 	}
 	return fmt.Sprintf("%T", msg)
+}
+
+// fmtTreeIDs prints the broadcast identifiers of an ihave or graft.
+func (w *scenWorld) fmtTreeIDs(ids []uint64) string {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = w.fmtTreeID(id)
+	}
+	return strings.Join(names, " ")
+}
+
+// fmtAccusationSig prints the signature of an accusation, checked against
+// the accuser's identity.
+func (w *scenWorld) fmtAccusationSig(name, from string, inc, life uint64, dead bool, sig []byte) string {
+	if !w.fields["sig"] {
+		return ""
+	}
+	return fmtSig(w.pubOf(from), w.accusationClaim(name, from, inc, life, dead), sig)
+}
+
+// fmtLeaveSig prints the signature of a leave, checked against the
+// leaving member's identity.
+func (w *scenWorld) fmtLeaveSig(name string, inc, life uint64, sig []byte) string {
+	if !w.fields["sig"] {
+		return ""
+	}
+	return fmtSig(w.pubOf(name), w.leaveClaim(name, inc, life), sig)
 }
 
 // fmtMsgs prints a packet or stream message: the first message after
@@ -92,7 +168,7 @@ func (w *scenWorld) fmtMsgs(head string, msgs []wire.Message, chosen bool) []str
 		}
 		if pp, ok := msg.(*wire.PushPull); ok {
 			for _, ms := range pp.Members {
-				lines = append(lines, fmt.Sprintf("  %s %s inc=%d%s%s", ms.Name, State(ms.State), ms.Incarnation, w.fmtAddrOf(ms.Name, ms.Addr), fmtMeta(ms.Meta)))
+				lines = append(lines, "  "+w.fmtMemberState(ms, pp.From))
 			}
 		}
 	}
@@ -102,13 +178,31 @@ func (w *scenWorld) fmtMsgs(head string, msgs []wire.Message, chosen bool) []str
 	return lines
 }
 
+// fmtMemberState prints a push-pull member line; from is the push-pull's
+// sender, the author of the accusations its entries carry.
+func (w *scenWorld) fmtMemberState(ms wire.MemberState, from string) string {
+	s := fmt.Sprintf("%s %s inc=%d%s%s", ms.Name, State(ms.State), ms.Incarnation, w.fmtAddrOf(ms.Name, ms.Addr), fmtMeta(ms.Meta))
+	s += w.fmtVersions(ms.Versions) + w.fmtLifeField(ms.Life)
+	switch State(ms.State) {
+	case StateAlive:
+		s += w.fmtProof(ms.Name, ms.Addr, ms.Incarnation, ms.Life, ms.Meta, ms.Versions, ms.Key, ms.Sig, ms.Cert)
+	case StateLeft:
+		s += w.fmtLeaveSig(ms.Name, ms.Incarnation, ms.Life, ms.Sig)
+	default:
+		// A dead entry is taken as a suspicion (pushpull.go): its
+		// accuser signs one.
+		s += w.fmtAccusationSig(ms.Name, from, ms.Incarnation, ms.Life, false, ms.Sig)
+	}
+	return s
+}
+
 // fmtMember prints a member as members and events show it.
 func (w *scenWorld) fmtMember(m Member) string {
 	s := fmt.Sprintf("%s %s inc=%d", m.Name, m.State, m.Incarnation)
 	if own, ok := w.addrOf(m.Name); !ok || own != m.Addr {
 		s += " addr=" + m.Addr.String()
 	}
-	return s + fmtMeta(m.Meta)
+	return s + fmtMeta(m.Meta) + w.fmtLifeField(m.Life)
 }
 
 // parseMsgs reads the messages of a packet or stream, one a line in the
@@ -134,7 +228,7 @@ func (w *scenWorld) parseMsgs(lines []string, sender, receiver string) ([]wire.M
 			if pp == nil {
 				return nil, fmt.Errorf("indented line %q not after a push-pull", line)
 			}
-			ms, err := w.parseMember(tokens)
+			ms, err := w.parseMember(tokens, pp.From)
 			if err != nil {
 				return nil, fmt.Errorf("%q: %w", line, err)
 			}
@@ -151,8 +245,10 @@ func (w *scenWorld) parseMsgs(lines []string, sender, receiver string) ([]wire.M
 }
 
 // parseMember reads a push-pull member line: NAME STATE inc=N [addr=A]
-// [meta=M].
-func (w *scenWorld) parseMember(tokens []string) (wire.MemberState, error) {
+// [meta=M] [ver=V] [life=L] [key=K sig=S cert=C]; from is the
+// push-pull's sender, who signs the accusations (sig= of a suspect or
+// dead entry).
+func (w *scenWorld) parseMember(tokens []string, from string) (wire.MemberState, error) {
 	a := parseScenArgs(tokens)
 	if len(a.words) != 2 {
 		return wire.MemberState{}, errors.New("want NAME STATE inc=N")
@@ -174,6 +270,29 @@ func (w *scenWorld) parseMember(tokens []string) (wire.MemberState, error) {
 	ms := wire.MemberState{Name: name, Addr: wire.EncodeAddr(addr), Incarnation: inc, State: uint8(st)}
 	if v, ok := a.get("meta"); ok {
 		ms.Meta = []byte(v)
+	}
+	if ms.Versions, err = versionsArg(a); err != nil {
+		return ms, err
+	}
+	if ms.Life, err = w.lifeArg(a); err != nil {
+		return ms, err
+	}
+	switch st {
+	case StateAlive:
+		if ms.Key, err = w.keyArg(a, name); err != nil {
+			return ms, err
+		}
+		if ms.Cert, err = w.certArg(a, name, ms.Key); err != nil {
+			return ms, err
+		}
+		ms.Sig, err = w.signArg(a, w.signerOf(ms.Key, name), w.aliveClaim(name, ms.Addr, inc, ms.Life, ms.Meta, ms.Versions, ms.Key))
+	case StateLeft:
+		ms.Sig, err = w.signArg(a, name, w.leaveClaim(name, inc, ms.Life))
+	default:
+		ms.Sig, err = w.signArg(a, from, w.accusationClaim(name, from, inc, ms.Life, false))
+	}
+	if err != nil {
+		return ms, err
 	}
 	return ms, a.check()
 }
@@ -225,7 +344,11 @@ func (w *scenWorld) parseMsg(tokens []string, sender, receiver string) (wire.Mes
 		if err != nil {
 			return nil, err
 		}
-		msg = &wire.Ping{Seq: s, Target: a.str("target", receiver), From: a.str("from", sender)}
+		life, err := w.lifeArg(a)
+		if err != nil {
+			return nil, err
+		}
+		msg = &wire.Ping{Seq: s, Target: a.str("target", receiver), From: a.str("from", sender), TargetLife: life}
 	case "ping-req":
 		s, err := seq()
 		if err != nil {
@@ -256,19 +379,35 @@ func (w *scenWorld) parseMsg(tokens []string, sender, receiver string) (wire.Mes
 		if err != nil {
 			return nil, err
 		}
+		life, err := w.lifeArg(a)
+		if err != nil {
+			return nil, err
+		}
 		switch kind {
 		case "alive":
 			addr, err := w.addrArg(a, name)
 			if err != nil {
 				return nil, err
 			}
-			al := &wire.Alive{Name: name, Addr: wire.EncodeAddr(addr), Incarnation: inc}
+			al := &wire.Alive{Name: name, Addr: wire.EncodeAddr(addr), Incarnation: inc, Life: life}
 			if v, ok := a.get("meta"); ok {
 				al.Meta = []byte(v)
 			}
+			if al.Versions, err = versionsArg(a); err != nil {
+				return nil, err
+			}
+			if al.Key, err = w.keyArg(a, name); err != nil {
+				return nil, err
+			}
+			if al.Cert, err = w.certArg(a, name, al.Key); err != nil {
+				return nil, err
+			}
+			if al.Sig, err = w.signArg(a, w.signerOf(al.Key, name), w.aliveClaim(name, al.Addr, inc, life, al.Meta, al.Versions, al.Key)); err != nil {
+				return nil, err
+			}
 			msg = al
 		case "suspect":
-			s := &wire.Suspect{Name: name, Incarnation: inc, From: a.str("from", sender)}
+			s := &wire.Suspect{Name: name, Incarnation: inc, From: a.str("from", sender), Life: life}
 			if v, ok := a.get("silence"); ok {
 				d, err := time.ParseDuration(v)
 				if err != nil {
@@ -276,14 +415,77 @@ func (w *scenWorld) parseMsg(tokens []string, sender, receiver string) (wire.Mes
 				}
 				s.Silence = uint32(d / time.Millisecond)
 			}
+			if s.Sig, err = w.signArg(a, s.From, w.accusationClaim(name, s.From, inc, life, false)); err != nil {
+				return nil, err
+			}
 			msg = s
 		case "dead":
-			msg = &wire.Dead{Name: name, Incarnation: inc, From: a.str("from", sender)}
+			d := &wire.Dead{Name: name, Incarnation: inc, From: a.str("from", sender), Life: life}
+			if d.Sig, err = w.signArg(a, d.From, w.accusationClaim(name, d.From, inc, life, true)); err != nil {
+				return nil, err
+			}
+			msg = d
 		case "left":
-			msg = &wire.Dead{Name: name, Incarnation: inc, From: a.str("from", name), Left: true}
+			d := &wire.Dead{Name: name, Incarnation: inc, From: a.str("from", name), Left: true, Life: life}
+			if d.Sig, err = w.signArg(a, name, w.leaveClaim(name, inc, life)); err != nil {
+				return nil, err
+			}
+			msg = d
 		}
 	case "push-pull":
 		msg = &wire.PushPull{From: a.str("from", sender), Join: a.flag("join")}
+	case "broadcast":
+		origin, err := subject()
+		if err != nil {
+			return nil, err
+		}
+		b := &wire.Broadcast{Origin: origin, Epoch: 1, Key: a.str("key", ""), Payload: []byte(a.str("payload", ""))}
+		if v, ok := a.get("epoch"); ok {
+			if b.Epoch, err = parseEpoch(v); err != nil {
+				return nil, err
+			}
+		}
+		seq, err := a.num("seq", 1)
+		if err != nil {
+			return nil, err
+		}
+		b.Seq = uint32(seq)
+		if v, ok := a.get("sent"); ok {
+			if b.Sent, err = parseEpoch(v); err != nil {
+				return nil, err
+			}
+		}
+		w.bcastName(b.Origin, b.Epoch, b.Seq)
+		msg = b
+	case "ihave", "graft":
+		var ids []uint64
+		for _, word := range a.words {
+			id, err := w.parseTreeID(word)
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		a.words = nil
+		if kind == "ihave" {
+			msg = &wire.IHave{IDs: ids}
+			break
+		}
+		g := &wire.Graft{IDs: ids}
+		for _, t := range a.list("origins") {
+			g.Origins = append(g.Origins, parseTree(t))
+		}
+		msg = g
+	case "prune":
+		tree, err := subject()
+		if err != nil {
+			return nil, err
+		}
+		msg = &wire.Prune{Origin: parseTree(tree)}
+	case "user":
+		msg = &wire.User{From: a.str("from", sender), Payload: []byte(a.str("payload", ""))}
+	case "heartbeat":
+		msg = &wire.Heartbeat{From: a.str("from", sender)}
 	default:
 		return nil, fmt.Errorf("unknown message %q", kind)
 	}

@@ -287,6 +287,11 @@ var scenCommands = map[string]func(w *scenWorld, a *scenArgs, input []string) er
 	"leave":       (*scenWorld).cmdLeave,
 	"leave-done":  (*scenWorld).cmdLeaveDone,
 	"update-meta": (*scenWorld).cmdUpdateMeta,
+	"broadcast":   (*scenWorld).cmdBroadcast,
+	"delivered":   (*scenWorld).cmdDelivered,
+	"identity":    (*scenWorld).cmdIdentity,
+	"fields":      (*scenWorld).cmdFields,
+	"restart":     (*scenWorld).cmdRestart,
 }
 
 // exec runs one command and returns what it printed.
@@ -309,8 +314,8 @@ func (w *scenWorld) exec(line string, input []string) ([]string, error) {
 	if kinds := a.list("show"); kinds != nil {
 		w.show = map[string]bool{}
 		for _, k := range kinds {
-			if !slices.Contains([]string{"packets", "replies", "streams", "events"}, k) {
-				return nil, fmt.Errorf("show=%s: not packets, replies, streams or events", k)
+			if !slices.Contains([]string{"packets", "replies", "streams", "events", "messages"}, k) {
+				return nil, fmt.Errorf("show=%s: not packets, replies, streams, events or messages", k)
 			}
 			w.show[k] = true
 		}

@@ -1,6 +1,7 @@
 package swim
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -26,6 +27,9 @@ type scenNode struct {
 	name string
 	addr netip.AddrPort
 	m    *Machine
+	cfg  *Config
+	// delivered: what the Machine handed its application, as printed
+	delivered []string
 }
 
 // scenMsg is a packet or stream request in flight between a sender and a
@@ -65,6 +69,19 @@ type scenWorld struct {
 	out   []string
 	sizes bool // print packet sizes
 
+	// fields: the optional fields messages print (fields command): life,
+	// ver, sig, sent. Off by default, so that the scripts about the
+	// mechanisms without them read as before.
+	fields map[string]bool
+	// The names of keys, lives and broadcasts (scenario_claims_test.go),
+	// and the cluster label claims are signed under.
+	ids       map[string]ed25519.PrivateKey
+	idNames   map[string]string // public key -> identity
+	lifeNames map[uint64]string // a Machine's life -> NAME.k
+	made      map[string]int    // Machines made of each name
+	bcastIDs  map[uint64]string // TreeID -> ORIGIN/EPOCH/SEQ
+	label     string
+
 	show map[string]bool // the kinds of output printed; nil: all
 
 	// While run drives the Machines: its time stamps, and how the
@@ -88,6 +105,13 @@ func newScenWorld(t *testing.T) *scenWorld {
 		seqName: map[uint32]int{},
 		open:    map[scenStreamKey]StreamRequest{},
 		cut:     map[string]bool{},
+
+		fields:    map[string]bool{},
+		ids:       map[string]ed25519.PrivateKey{},
+		idNames:   map[string]string{},
+		lifeNames: map[uint64]string{},
+		made:      map[string]int{},
+		bcastIDs:  map[uint64]string{},
 	}
 }
 
@@ -292,6 +316,22 @@ func (w *scenWorld) collect(n *scenNode) {
 	for _, e := range r.Events {
 		if w.shown("events") {
 			w.printf("%s event %s: %s", n.name, e.Kind, w.fmtMember(e.Member))
+		}
+	}
+	for _, msg := range r.Messages {
+		s := fmt.Sprintf("%s from=%s%s%s", msg.Kind, msg.From, fmtBytes("key", []byte(msg.Key)), fmtBytes("payload", msg.Payload))
+		n.delivered = append(n.delivered, s)
+		if w.shown("messages") {
+			w.printf("%s delivers %s", n.name, s)
+		}
+	}
+	for _, o := range r.Outcomes {
+		if w.shown("messages") {
+			res := "ok"
+			if o.Err != nil {
+				res = o.Err.Error()
+			}
+			w.printf("%s outcome id=%d: %s", n.name, o.ID, res)
 		}
 	}
 }

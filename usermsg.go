@@ -165,7 +165,7 @@ func (m *Machine) messageTarget(to string) (*memberState, error) {
 // older value of a key after a newer one. The framed broadcast must fit
 // one packet on the trees (about 1,300 bytes at the default PacketBudget)
 // and half of one while gossip carries it (the application's share of the
-// fair budget, see piggyback); a larger one returns an error matching
+// fair budget that piggybacked packets keep); a larger one returns an error matching
 // ErrMessageTooLarge. While this member's tree links are backed up it
 // returns ErrBroadcastQueueFull at once: try again later.
 func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, error) {

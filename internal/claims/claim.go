@@ -75,3 +75,8 @@ func AppendAccusation(b []byte, label string, k Accusation) []byte {
 
 // Sign is key's signature of claim.
 func Sign(key ed25519.PrivateKey, claim []byte) []byte { return ed25519.Sign(key, claim) }
+
+// Verify reports whether sig is key's signature of claim.
+func Verify(key ed25519.PublicKey, claim, sig []byte) bool {
+	return len(key) == ed25519.PublicKeySize && len(sig) == ed25519.SignatureSize && ed25519.Verify(key, claim, sig)
+}
