@@ -112,3 +112,29 @@ func TestAliveClaimCovers(t *testing.T) {
 		})
 	}
 }
+
+// Verify takes a key's signature of the claim and nothing else, whatever
+// the sizes a peer sends.
+func TestVerify(t *testing.T) {
+	claim := AppendLeave(nil, "", "a", 1, 1)
+	sig := Sign(testKey(1), claim)
+	for _, tc := range []struct {
+		name  string
+		key   ed25519.PublicKey
+		claim []byte
+		sig   []byte
+		ok    bool
+	}{
+		{"signed", testPub(1), claim, sig, true},
+		{"another key", testPub(2), claim, sig, false},
+		{"another claim", testPub(1), AppendLeave(nil, "", "a", 2, 1), sig, false},
+		{"short key", testPub(1)[:31], claim, sig, false},
+		{"no key", nil, claim, sig, false},
+		{"short signature", testPub(1), claim, sig[:63], false},
+		{"no signature", testPub(1), claim, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.ok, Verify(tc.key, tc.claim, tc.sig))
+		})
+	}
+}

@@ -174,7 +174,7 @@ func (t *Table) verify(key, claim, sig []byte) bool {
 		return true
 	}
 	t.stats.SignaturesVerified++
-	if !ed25519.Verify(key, claim, sig) {
+	if !Verify(key, claim, sig) {
 		return false
 	}
 	if len(t.verified) >= maxVerified {
