@@ -43,7 +43,8 @@
 //     over who joins), partition.go (the partition alarm), usermsg.go (the
 //     applications' messages and broadcasts, and the packer that shares a
 //     packet's room between them and membership deltas), tree.go (the
-//     broadcast trees: eager pushes, announcements, grafts and prunes),
+//     adapter of the broadcast trees of internal/plumtree: the member
+//     table, packets and timers),
 //     userping.go (the applications' pings and round trips) and
 //     observer.go (measurements for metrics). Every input carries now;
 //     every output (packets, stream exchanges, events, the next deadline)
@@ -62,6 +63,12 @@
 //   - Shared: what both use, the public types: config.go (Config),
 //     member.go (Member, State, Event) and transport.go (Transport, and
 //     NetTransport, UDP packets and TCP streams on one port).
+//
+// The Machine drives a protocol of its own as a pure package, the way
+// Memberlist drives the Machine: internal/plumtree, the epidemic broadcast
+// trees (eager pushes, announcements, grafts and prunes) and the receive
+// rule of broadcasts, fed the member table and calls carrying now, and
+// answering with frames per neighbor, the timers to arm and its counters.
 //
 // Beside the package: internal/wire, the messages and their msgpack
 // encoding, written by hand so that every length a peer sends is bounded
