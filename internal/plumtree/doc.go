@@ -66,6 +66,31 @@
 // identifiers (wire.MaxTreeIDs), the neighbors (maxPeers), each link's
 // queue (LinkBytes, the noisiest origin losing its newest), the broadcasts
 // retained for grafts (RetainBytes, retainFor), the origins remembered
-// (MaxOrigins) and the keys (maxKeys). A graft for a broadcast no longer
-// retained gets nothing.
+// (MaxOrigins) and the keys (maxKeys). A graft for a broadcast past its
+// retention gets nothing.
+//
+// # What the Machine feeds it and gets back
+//
+// The Tree does no I/O, reads no clock and holds no random source (which
+// invented origin makes room in the full windows is left to map order): the
+// Machine drives it as Memberlist drives the Machine. Members are the ids
+// the Machine assigns; the View is the Machine's member table (who is live
+// or alive, each member's probe-ring key, the members that may be
+// neighbors, in ring order); From is the Machine's judgement of the member
+// a message came from. The inputs, each carrying now where time matters:
+//
+//   - the member table's changes: MemberChanged (a member's state, protocol
+//     or existence changed), NeighborDown (a member alive until now is
+//     suspected, dead or gone), ForgetOrigin (a member is forgotten);
+//   - the messages, decoded: Receive and then, for a Fresh broadcast the
+//     Machine delivered, Forward; IHave, Graft, Prune;
+//   - this member's own broadcasts: Originate;
+//   - the timers' deadlines: Flush, and GraftDue while GraftPending;
+//   - a packet going to a neighbor anyway: Piggyback.
+//
+// The outputs are data: TakeOutput returns the packets' frames per neighbor,
+// the time the next Flush is due and the graft timers to arm (the Machine
+// keeps them in its one timer queue, with the tokens that tell whether
+// each still stands); Piggyback returns a frame; Stats the counters and
+// gauges; BackedUp whether this member's own broadcasts must wait.
 package plumtree

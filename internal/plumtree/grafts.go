@@ -198,34 +198,3 @@ func (t *Tree) Prune(now time.Time, from From, origin string) {
 		return true
 	})
 }
-
-// Neighbors returns the neighbors' ids, in the order they became
-// neighbors.
-func (t *Tree) Neighbors() []uint32 {
-	ids := make([]uint32, len(t.peers))
-	for i, p := range t.peers {
-		ids[i] = p.id
-	}
-	return ids
-}
-
-// Eager reports whether the link to the neighbor id pushes origin's
-// broadcasts ("": the shared tree's); false if id is no neighbor.
-func (t *Tree) Eager(id uint32, origin string) bool {
-	p := t.peerOf(id)
-	switch {
-	case p == nil:
-		return false
-	case origin == "":
-		return !p.sharedLazy
-	}
-	return p.eagerFor(origin)
-}
-
-// Settled reports whether the neighbor id's place in the shared tree was
-// decided by a first broadcast (a redundant copy of a later one does not
-// prune it).
-func (t *Tree) Settled(id uint32) bool {
-	p := t.peerOf(id)
-	return p != nil && p.settled
-}

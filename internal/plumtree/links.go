@@ -152,6 +152,37 @@ func (t *Tree) removePeer(i int) {
 	t.peers = append(t.peers[:i], t.peers[i+1:]...)
 }
 
+// Neighbors returns the neighbors' ids, in the order they became
+// neighbors.
+func (t *Tree) Neighbors() []uint32 {
+	ids := make([]uint32, len(t.peers))
+	for i, p := range t.peers {
+		ids[i] = p.id
+	}
+	return ids
+}
+
+// Eager reports whether the link to the neighbor id pushes origin's
+// broadcasts ("": the shared tree's); false if id is no neighbor.
+func (t *Tree) Eager(id uint32, origin string) bool {
+	p := t.peerOf(id)
+	switch {
+	case p == nil:
+		return false
+	case origin == "":
+		return !p.sharedLazy
+	}
+	return p.eagerFor(origin)
+}
+
+// Settled reports whether the neighbor id's place in the shared tree was
+// decided by a first broadcast (a redundant copy of a later one does not
+// prune it).
+func (t *Tree) Settled(id uint32) bool {
+	p := t.peerOf(id)
+	return p != nil && p.settled
+}
+
 // sender returns the neighbor a tree message comes from, adding it as an
 // extra neighbor if it is none; nil if it may not send tree messages or
 // there is no room.
@@ -241,7 +272,7 @@ func (t *Tree) BackedUp() bool {
 
 // Flush sends what the links queued, in packets of at most budget bytes of
 // frames: pushes, grafts and prunes at every flush, announcements every
-// announceEvery flushes. Neighbors no longer live, and extras idle past
+// announceEvery flushes. Neighbors that are not live, and extras idle past
 // extraIdle with nothing queued, are dropped first.
 func (t *Tree) Flush(now time.Time, budget int) {
 	t.flushes++
