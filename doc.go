@@ -43,11 +43,11 @@
 //     over who joins), partition.go (the partition alarm), usermsg.go (the
 //     applications' messages and broadcasts, and the packer that shares a
 //     packet's room between them and membership deltas), tree.go (the
-//     broadcast trees: eager pushes, announcements, grafts and prunes),
-//     userping.go (the applications' pings and round trips) and
-//     observer.go (measurements for metrics). Every input carries now;
-//     every output (packets, stream exchanges, events, the next deadline)
-//     is data; NextDeadline is the head of the timer queue.
+//     adapter of the broadcast trees of internal/plumtree: the member
+//     table, packets and timers), userping.go (the applications' pings and
+//     round trips) and observer.go (measurements for metrics). Every input
+//     carries now; every output (packets, stream exchanges, events, the
+//     next deadline) is data; NextDeadline is the head of the timer queue.
 //   - Runtime: Memberlist drives one Machine with real time, in the files
 //     prefixed memberlist: memberlist.go (New, the API, Shutdown),
 //     memberlist_loop.go (the loop that feeds the Machine),
@@ -63,13 +63,20 @@
 //     member.go (Member, State, Event) and transport.go (Transport, and
 //     NetTransport, UDP packets and TCP streams on one port).
 //
+// The Machine drives the protocols of their own as pure packages, the way
+// Memberlist drives the Machine: internal/plumtree, the epidemic broadcast
+// trees (eager pushes, announcements, grafts and prunes) and the receive
+// rule of broadcasts, fed the member table and calls carrying now, and
+// answering with frames per neighbor, the timers to arm and its counters;
+// internal/claims, signed claims (claim encoding, signatures, the keys
+// names are bound to and the proofs held, the accusers' bounds,
+// certificates), asked at the gates of each claim. The public package
+// certificate issues and checks member certificates for operators.
+//
 // Beside the package: internal/wire, the messages and their msgpack
 // encoding, written by hand so that every length a peer sends is bounded
 // before anything is allocated, and the envelope (cluster label, AES-GCM
-// seal); internal/claims, signed claims as a pure package the Machine
-// drives (claim encoding, signatures, bound keys and held proofs, the
-// accusers' bounds, certificates), whose certificates the public package
-// certificate issues and checks for operators; internal/sim, the simulator that drives thousands of Machines in
+// seal); internal/sim, the simulator that drives thousands of Machines in
 // virtual time through their exported API; internal/scale, internal/chaos
 // and internal/compare, the scale runs, the chaos suite on real processes
 // and the side-by-side comparison with hashicorp/memberlist.

@@ -488,6 +488,7 @@ func (l *layering) coreUsesRuntime() []string {
 // its own.
 var forbiddenImports = map[string]string{
 	"net":         "I/O (net/netip, plain values, is fine)",
+	"net/http":    "I/O",
 	"os":          "I/O",
 	"sync":        "locks belong to the runtime",
 	"sync/atomic": "shared state belongs to the runtime",
@@ -561,45 +562,53 @@ func (l *layering) impurities() []string {
 			continue
 		}
 		for _, node := range l.decls[obj].nodes {
-			ast.Inspect(node, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.GoStmt:
-					report(n, "starts a goroutine")
-				case *ast.SelectStmt:
-					report(n, "selects on channels")
-				case *ast.SendStmt:
-					report(n, "sends on a channel")
-				case *ast.ChanType:
-					report(n, "uses a channel")
-				case *ast.SelectorExpr:
-					used := l.info.Uses[n.Sel]
-					if used == nil || used.Pkg() == nil {
-						break
-					}
-					path := used.Pkg().Path()
-					if why, bad := forbiddenImports[path]; bad {
-						report(n, "uses "+path+"."+used.Name()+": "+why)
-					}
-					if _, isFunc := used.(*types.Func); !isFunc || receiverName(used) != "" {
-						break
-					}
-					switch path {
-					case "time":
-						if forbiddenTimeFuncs[used.Name()] {
-							report(n, "calls time."+used.Name())
-						}
-					case "math/rand/v2":
-						if used.Name() != "New" && used.Name() != "NewPCG" {
-							report(n, "draws from the global random source (rand."+used.Name()+")")
-						}
-					}
-				}
-				return true
-			})
+			inspectPurity(l.info, node, report)
 		}
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// inspectPurity reports, in the code under node, what neither the core
+// nor a package it drives may do: start a goroutine, use a channel, use a
+// forbidden package, read the clock or arm a timer, or draw from a global
+// random source (math/rand/v2's New and NewPCG build the injected one).
+func inspectPurity(info *types.Info, node ast.Node, report func(ast.Node, string)) {
+	ast.Inspect(node, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.GoStmt:
+			report(n, "starts a goroutine")
+		case *ast.SelectStmt:
+			report(n, "selects on channels")
+		case *ast.SendStmt:
+			report(n, "sends on a channel")
+		case *ast.ChanType:
+			report(n, "uses a channel")
+		case *ast.SelectorExpr:
+			used := info.Uses[n.Sel]
+			if used == nil || used.Pkg() == nil {
+				break
+			}
+			path := used.Pkg().Path()
+			if why, bad := forbiddenImports[path]; bad {
+				report(n, "uses "+path+"."+used.Name()+": "+why)
+			}
+			if _, isFunc := used.(*types.Func); !isFunc || receiverName(used) != "" {
+				break
+			}
+			switch path {
+			case "time":
+				if forbiddenTimeFuncs[used.Name()] {
+					report(n, "calls time."+used.Name())
+				}
+			case "math/rand/v2":
+				if used.Name() != "New" && used.Name() != "NewPCG" {
+					report(n, "draws from the global random source (rand."+used.Name()+")")
+				}
+			}
+		}
+		return true
+	})
 }
 
 var (

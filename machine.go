@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/swim-go/swim/internal/claims"
+	"github.com/swim-go/swim/internal/plumtree"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -227,12 +228,19 @@ type machineState struct {
 	// refutation, its leave, an accusation or death it declared) waits
 	// for the next gossip round: a storm does not pace it (joinstorm.go).
 	ownNews bool
-	// applications' broadcasts (usermsg.go): the windows of those
-	// delivered, by origin; this member's epoch and last sequence number
-	seen       map[string]*seenWindows
+	// applications' broadcasts (usermsg.go): this member's epoch and
+	// last sequence number
 	bcastEpoch uint64
 	bcastSeq   uint32
-	tree       treeState // epidemic broadcast trees (tree.go)
+	// the receive rule and the epidemic broadcast trees (tree.go,
+	// internal/plumtree)
+	tree *plumtree.Tree
+	// this member's broadcasts pushed since the last flush, whose Outcome
+	// is due
+	treeNotify []uint64
+	// live members below ProtocolTree, by name id: while there are any,
+	// broadcasts also go by gossip, to them alone
+	treeOld map[uint32]struct{}
 
 	// anti-entropy and join (pushpull.go)
 	streams       map[uint64]pendingStream
@@ -304,8 +312,6 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.tombByName = make(map[string]*tombstone)
 	m.bq = newBroadcastQueue(cfg.BroadcastQueueLimit, 0)
 	m.uq = newBroadcastQueue(cfg.UserBroadcastLimit, cfg.UserBroadcastBytes)
-	m.seen = make(map[string]*seenWindows)
-	m.tree.init()
 	m.bcastEpoch = epochOf(now)
 	m.selfName = cfg.Name
 	if cfg.Observer != nil {
@@ -314,6 +320,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	}
 	m.life = newLife(now, addr, cfg.Name)
 	m.self = m.addEntry(cfg.Name, addr, cfg.Meta, cfg.versions(), m.life, StateAlive, 0, now)
+	m.newTree()
 	m.version = 1
 	m.unpaired = make(map[uint32]struct{})
 	m.ringInsert(now, m.self)
@@ -375,13 +382,7 @@ func (m *Machine) Stats() Stats {
 	s.UserBroadcastsDropped = m.uq.dropped
 	s.UserBroadcastQueueLen = m.uq.Len()
 	s.UserBroadcastQueueBytes = m.uq.bytes
-	s.TreePeers = len(m.tree.peers)
-	for _, p := range m.tree.peers {
-		s.TreeLazyLinks += p.lazyTrees()
-		s.TreeQueueBytes += p.pushBytes
-	}
-	s.TreeRetainedBytes = m.tree.bytes
-	s.TreeMissing = len(m.tree.missing)
+	m.treeStats(&s)
 	c := m.sigs.Stats()
 	s.SignaturesMade, s.SignaturesVerified = c.SignaturesMade, c.SignaturesVerified
 	s.ClaimsUnsigned, s.ClaimsForged, s.KeyConflicts = c.ClaimsUnsigned, c.ClaimsForged, c.KeyConflicts
@@ -849,7 +850,7 @@ type Stats struct {
 	TreeJoinsReceived          uint64 // trees neighbors asked this member to carry to them (origins named in Grafts)
 	TreeSuspicionsTold         uint64 // suspicions this member raised sent at once to the suspect's tree neighbors
 	TreeGraftsUnknown          uint64 // asked for, not retained here: nothing sent
-	TreeGraftsAbandoned        uint64 // announced broadcasts never received after treeGraftTries grafts
+	TreeGraftsAbandoned        uint64 // announced broadcasts never received after plumtree.GraftTries grafts
 	TreeRefused                uint64 // tree messages from no live member of the tree protocol, or announcements over the bound
 	TreeStateForgotten         uint64 // tree bookkeeping past its bound: a link's per-origin trees or the first-broadcast marks cleared, a key's newest value not remembered, a prune left for a later flush
 	TreePeers                  int    // neighbors now (a gauge)

@@ -267,7 +267,7 @@ func init() {
 		timerLeaveNotices: {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.resendLeaveNotices(now) }},
 		timerTreeFlush:    {singleton: true, fire: func(m *Machine, now time.Time, _ *timer) { m.treeFlush(now) }},
 		timerTreeGraft: {
-			current: func(m *Machine, t *timer) bool { mb := m.tree.missing[t.key]; return mb != nil && mb.tries == t.inc },
+			current: func(m *Machine, t *timer) bool { return m.tree.GraftPending(t.key, t.inc) },
 			fire:    func(m *Machine, now time.Time, t *timer) { m.treeGraftDue(now, t.key) },
 		},
 		timerStream: {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/swim-go/swim/internal/plumtree"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -84,8 +85,8 @@ func broadcastGrafts(pkts []mtPkt) map[netip.AddrPort][]*wire.Graft {
 // neighborAddrs are the addresses of the Machine's tree neighbors.
 func (h *mt) neighborAddrs() map[netip.AddrPort]bool {
 	addrs := make(map[netip.AddrPort]bool)
-	for _, p := range h.m.tree.peers {
-		addrs[h.m.addrOf(h.m.entry(p.id))] = true
+	for _, id := range h.m.tree.Neighbors() {
+		addrs[h.m.addrOf(h.m.entry(id))] = true
 	}
 	return addrs
 }
@@ -96,7 +97,7 @@ func TestTreePushesToNeighborsOnly(t *testing.T) {
 	h := newTreeMT(t, 20)
 	nb := h.neighborAddrs()
 	require.NotEmpty(t, nb)
-	require.LessOrEqual(t, len(nb), 2*treeRings, "the rings' neighbors alone")
+	require.LessOrEqual(t, len(nb), 2*plumtree.Rings, "the rings' neighbors alone")
 	id, err := h.m.Broadcast(h.now, "", []byte("news"))
 	require.NoError(t, err)
 	out := h.treeSettle(50 * time.Millisecond)
@@ -115,9 +116,10 @@ func TestTreePushesToNeighborsOnly(t *testing.T) {
 // treePeerPair returns two of h's neighbors, by index.
 func treePeerPair(t *testing.T, h *mt) (a, b int) {
 	t.Helper()
-	require.GreaterOrEqual(t, len(h.m.tree.peers), 2)
-	return peerIndex(t, h.m.nameOf(h.m.entry(h.m.tree.peers[0].id))),
-		peerIndex(t, h.m.nameOf(h.m.entry(h.m.tree.peers[1].id)))
+	nb := h.m.tree.Neighbors()
+	require.GreaterOrEqual(t, len(nb), 2)
+	return peerIndex(t, h.m.nameOf(h.m.entry(nb[0]))),
+		peerIndex(t, h.m.nameOf(h.m.entry(nb[1])))
 }
 
 // pushedAndAnnounced returns the broadcasts out pushed to addr and the
@@ -162,15 +164,16 @@ func TestTreeDuplicatePrunes(t *testing.T) {
 	require.Empty(t, pushed, "a pruned link carries no push")
 	require.Contains(t, announced, TreeID(other, 3, 1))
 	require.Empty(t, treeMsgs[*wire.Broadcast](out.Packets)[mtPeerAddr(a)], "not back to where it came from")
-	c := h.m.tree.peers[2]
-	for _, p := range h.m.tree.peers[2:] {
-		pushed, _ := pushedAndAnnounced(out, h.m.addrOf(h.m.entry(p.id)))
+	nb := h.m.tree.Neighbors()
+	c := nb[2]
+	for _, id := range nb[2:] {
+		pushed, _ := pushedAndAnnounced(out, h.m.addrOf(h.m.entry(id)))
 		require.Len(t, pushed, 1, "the other links are still in the shared tree")
 	}
 
 	// A redundant copy of other's broadcast, not this member's first,
 	// prunes other's tree alone: c stays in the shared tree.
-	cAddr := h.m.addrOf(h.m.entry(c.id))
+	cAddr := h.m.addrOf(h.m.entry(c))
 	h.feed(cAddr, &wire.Broadcast{Origin: other, Epoch: 3, Seq: 1, Payload: []byte("y")})
 	out = h.treeSettle(time.Second)
 	require.Equal(t, []*wire.Prune{{Origin: other}}, treeMsgs[*wire.Prune](out.Packets)[cAddr])
@@ -191,7 +194,7 @@ func TestTreeNewLinksSettle(t *testing.T) {
 	a, b := treePeerPair(t, h)
 	x := 0
 	for i := 1; i <= 20 && x == 0; i++ {
-		if s := h.m.lookup(mtPeer(i)); s != nil && s != h.m.self && h.m.treePeerOf(s.id) == nil {
+		if s := h.m.lookup(mtPeer(i)); s != nil && s != h.m.self && !slices.Contains(h.m.tree.Neighbors(), s.id) {
 			x = i
 		}
 	}
@@ -232,7 +235,7 @@ func TestTreeOwnTrees(t *testing.T) {
 	out = h.treeSettle(time.Second)
 	pushed, _ = pushedAndAnnounced(out, mtPeerAddr(b))
 	require.Len(t, pushed, 1)
-	require.False(t, h.m.tree.peers[1].sharedLazy, "a graft of an origin's first broadcast mends the shared tree")
+	require.True(t, h.m.tree.Eager(h.m.tree.Neighbors()[1], ""), "a graft of an origin's first broadcast mends the shared tree")
 
 	// The shared tree loses the link again (a redundant copy at b):
 	// origin's own tree keeps it.
@@ -270,14 +273,14 @@ func TestTreeJoinsNamedOrigins(t *testing.T) {
 	h.feed(mtPeerAddr(b), &wire.Prune{Origin: origin})
 	h.feed(mtPeerAddr(b), &wire.Prune{Origin: ""})
 	h.treeSettle(time.Second)
-	pb := h.m.treePeerOf(h.m.byAddr(mtPeerAddr(b)).id)
-	require.False(t, pb.eagerFor(origin))
-	require.True(t, pb.sharedLazy)
+	pb := h.m.byAddr(mtPeerAddr(b)).id
+	require.False(t, h.m.tree.Eager(pb, origin))
+	require.False(t, h.m.tree.Eager(pb, ""))
 
 	h.feed(mtPeerAddr(b), &wire.Graft{Origins: []string{"", origin}})
-	require.True(t, pb.eagerFor(origin))
-	require.False(t, pb.sharedLazy)
-	require.False(t, pb.settled, "a joined shared link can be pruned again")
+	require.True(t, h.m.tree.Eager(pb, origin))
+	require.True(t, h.m.tree.Eager(pb, ""))
+	require.False(t, h.m.tree.Settled(pb), "a joined shared link can be pruned again")
 	require.Equal(t, uint64(2), h.m.Stats().TreeJoinsReceived)
 	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 2, Payload: []byte("y")})
 	out := h.treeSettle(time.Second)
@@ -307,7 +310,7 @@ func TestTreeTellsSuspectsNeighbors(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, told)
-	require.LessOrEqual(t, len(told), 2*treeRings)
+	require.LessOrEqual(t, len(told), 2*plumtree.Rings)
 	require.Equal(t, uint64(len(told)), h.m.Stats().TreeSuspicionsTold)
 	ts := h.m.lookup(target)
 	var ring []uint32 // the members a ring may hold: the live ones, this one included
@@ -318,16 +321,16 @@ func TestTreeTellsSuspectsNeighbors(t *testing.T) {
 	})
 	// nothingBetween: going round ring j from a, b comes before any other.
 	nothingBetween := func(j int, a, b uint32) bool {
-		ka, kb := h.m.treeKey(a, j), h.m.treeKey(b, j)
+		ka, kb := plumtree.RingKey(h.m.reg.ringKeys[a], j), plumtree.RingKey(h.m.reg.ringKeys[b], j)
 		for _, id := range ring {
-			if id != a && id != b && h.m.treeKey(id, j)-ka < kb-ka {
+			if id != a && id != b && plumtree.RingKey(h.m.reg.ringKeys[id], j)-ka < kb-ka {
 				return false
 			}
 		}
 		return true
 	}
 	adjacent := func(a, b uint32) bool {
-		for j := range treeRings {
+		for j := range plumtree.Rings {
 			if nothingBetween(j, a, b) || nothingBetween(j, b, a) {
 				return true
 			}
@@ -376,7 +379,7 @@ func TestTreeGraftsGiveUp(t *testing.T) {
 	id := TreeID(mtPeer(5), 9, 1)
 	h.feed(mtPeerAddr(3), &wire.IHave{IDs: []uint64{id}})
 	out := h.treeSettle(time.Minute)
-	require.Len(t, broadcastGrafts(out.Packets)[mtPeerAddr(3)], treeGraftTries)
+	require.Len(t, broadcastGrafts(out.Packets)[mtPeerAddr(3)], plumtree.GraftTries)
 	st := h.m.Stats()
 	require.Equal(t, uint64(1), st.TreeGraftsAbandoned)
 	require.Zero(t, st.TreeMissing)
@@ -409,8 +412,8 @@ func TestTreeRefusesStrangersAndBounds(t *testing.T) {
 	require.Empty(t, treeMsgs[*wire.Broadcast](out.Packets))
 	require.Equal(t, uint64(3), h.m.Stats().TreeGraftsUnknown)
 
-	// Announcements without end: at most treeMaxMissing remembered.
-	for i := range treeMaxMissing/wire.MaxTreeIDs + 2 {
+	// Announcements without end: at most plumtree.MaxMissing remembered.
+	for i := range plumtree.MaxMissing/wire.MaxTreeIDs + 2 {
 		ids := make([]uint64, wire.MaxTreeIDs)
 		for j := range ids {
 			ids[j] = uint64(i*wire.MaxTreeIDs+j) + 1000
@@ -418,7 +421,7 @@ func TestTreeRefusesStrangersAndBounds(t *testing.T) {
 		h.feed(mtPeerAddr(4), &wire.IHave{IDs: ids})
 	}
 	st = h.m.Stats()
-	require.Equal(t, treeMaxMissing, st.TreeMissing)
+	require.Equal(t, plumtree.MaxMissing, st.TreeMissing)
 	require.Equal(t, uint64(3+2*wire.MaxTreeIDs), st.TreeRefused)
 }
 
@@ -479,21 +482,4 @@ func TestTreeRetainBounded(t *testing.T) {
 	out := h.treeSettle(50 * time.Millisecond)
 	require.Len(t, treeMsgs[*wire.Broadcast](out.Packets)[mtPeerAddr(1)], 1, "only the one still retained")
 	require.Equal(t, uint64(1), h.m.Stats().TreeGraftsUnknown)
-}
-
-// The tree's bookkeeping past its bounds is counted: a link's per-origin
-// trees cleared when an origin past the bound comes (an origin invented by
-// a forger costs an entry, not a lasting one).
-func TestTreeBoundsCounted(t *testing.T) {
-	var forgot uint64
-	b := ownBound{limit: 2, forgot: &forgot}
-	p := &treePeer{}
-	p.setOwn("a", false, b)
-	p.setOwn("b", false, b)
-	p.setOwn("a", true, b)
-	require.Zero(t, forgot, "an origin already held costs no room")
-	p.setOwn("c", false, b)
-	require.Equal(t, uint64(1), forgot)
-	require.Equal(t, map[string]bool{"c": false}, p.own, "the others follow the shared tree again")
-	require.True(t, p.eagerFor("a"))
 }

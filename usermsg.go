@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/swim-go/swim/internal/plumtree"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -199,14 +200,15 @@ func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, 
 	m.stats.BroadcastsQueued++
 	gossip := m.gossipsBroadcasts()
 	if m.treeOn() {
-		if !gossip {
-			m.tree.notify = append(m.tree.notify, id) // reported by the next flush
+		notify := id // reported by the next flush
+		if gossip {
+			notify = 0 // reported by the gossip queue
 		}
-		m.treeNew(now, nil, msg, frame)
+		m.treeOriginate(now, msg, frame, notify)
 	}
 	if gossip {
 		m.uq.queueOrdered(&broadcast{
-			key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser,
+			key: plumtree.Key(msg), frame: frame, proto: wire.ProtocolUser,
 			epoch: msg.Epoch, seq: msg.Seq, notify: id,
 		})
 		m.eagerNewsQueued() // not held back by a join storm's spacing
@@ -217,7 +219,7 @@ func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, 
 // gossipsBroadcasts reports whether broadcasts go by gossip too: without
 // trees here, or while a live member reads only gossip.
 func (m *Machine) gossipsBroadcasts() bool {
-	return !m.treeOn() || len(m.tree.oldPeers) > 0
+	return !m.treeOn() || len(m.treeOld) > 0
 }
 
 // maxOwnBroadcastFrame is the largest broadcast frame this member may
@@ -235,24 +237,6 @@ func (m *Machine) maxOwnBroadcastFrame() int {
 // input.
 func (m *Machine) BroadcastBackedUp() bool { return m.treeBackedUp() }
 
-// treeBackedUp reports whether this member's tree links hold so much
-// that its own broadcasts must wait: half a link's bound on one link, or
-// UserBroadcastLimit of its own not yet flushed.
-func (m *Machine) treeBackedUp() bool {
-	if !m.treeOn() {
-		return false
-	}
-	if len(m.tree.notify) >= m.cfg.UserBroadcastLimit {
-		return true
-	}
-	for _, p := range m.tree.peers {
-		if p.pushBytes > treeLinkBytes/2 {
-			return true
-		}
-	}
-	return false
-}
-
 // maxBroadcastFrame is the largest broadcast frame: half of what a packet
 // of deltas alone holds, less the framing, so that one always fits the
 // share the fair budget keeps for applications.
@@ -262,15 +246,6 @@ func (m *Machine) maxBroadcastFrame() int {
 
 // epochOf is the broadcast epoch of a Machine started at now.
 func epochOf(now time.Time) uint64 { return uint64(max(now.UnixMilli(), 1)) }
-
-// broadcastKey is a broadcast's key in the queue: its origin's key, or,
-// without one, its identity, which nothing else shares.
-func broadcastKey(b *wire.Broadcast) string {
-	if b.Key != "" {
-		return b.Origin + "\x00k" + b.Key
-	}
-	return fmt.Sprintf("%s\x00#%d.%d", b.Origin, b.Epoch, b.Seq)
-}
 
 // piggyback appends to frames the pending deltas that fit in budget bytes
 // of a packet to `to`: membership deltas and applications' broadcasts. The
@@ -355,48 +330,28 @@ func userReply(resp []byte, err error) error {
 // handleBroadcast delivers a broadcast seen for the first time and passes
 // it on: along the trees (tree.go) and, to members that read only gossip,
 // as a membership delta is (SWIM §4.1). Only members relay: a broadcast
-// from an address not in the table is refused. A keyed broadcast older
-// than the value of its key delivered here is neither delivered nor
-// passed on.
+// from an address not in the table is refused. The receive rule (which
+// copies are new, which keyed values stale) is the trees' (plumtree's
+// Receive), kept with or without them.
 func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.Broadcast) {
 	if sender == nil {
 		m.stats.MessagesRefused++
 		return
 	}
-	tree := m.treeOn() && m.treeCapable(sender)
-	if msg.Origin == m.selfName {
-		if tree {
-			m.treeDuplicate(now, sender, msg.Origin, TreeID(msg.Origin, msg.Epoch, msg.Seq)) // our own, back over a link
-		}
+	from := m.treeFrom(sender)
+	verdict := m.tree.Receive(now, from, msg)
+	m.treeOutput()
+	switch verdict {
+	case plumtree.Refused:
+		m.stats.BroadcastsRefused++
 		return
-	}
-	w := m.seen[msg.Origin]
-	if w == nil {
-		if len(m.seen) >= m.cfg.MaxMembers && !m.evictSeen() {
-			m.stats.BroadcastsRefused++
-			return
-		}
-		w = &seenWindows{}
-		m.seen[msg.Origin] = w
-	}
-	var fresh bool
-	if m.treeOn() && w.behind(msg.Epoch, msg.Seq) {
-		// Past the window (a fast origin, a broadcast grafted late): the
-		// retained broadcasts tell.
-		_, held := m.tree.retained[TreeID(msg.Origin, msg.Epoch, msg.Seq)]
-		fresh = !held
-	} else {
-		fresh = w.mark(msg.Epoch, msg.Seq)
-	}
-	if !fresh {
+	case plumtree.Duplicate:
 		m.stats.BroadcastsDuplicate++
-		if tree {
-			m.treeDuplicate(now, sender, msg.Origin, TreeID(msg.Origin, msg.Epoch, msg.Seq))
-		}
 		return
-	}
-	if msg.Key != "" && !m.newestOfKey(msg) {
+	case plumtree.Stale:
 		m.stats.BroadcastsStale++
+		return
+	case plumtree.Own:
 		return
 	}
 	m.stats.BroadcastsDelivered++
@@ -407,151 +362,17 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 		m.stats.EncodeErrors++
 		return
 	}
-	if m.treeOn() {
-		var from *treePeer
-		if tree {
-			// Plumtree §3.1: a link a broadcast first came over is
-			// in the tree it travels along.
-			if from = m.treeSender(now, sender); from != nil && !from.eagerFor(msg.Origin) {
-				_, seen := m.tree.firstOf[msg.Origin]
-				from.join(msg.Origin, !seen, m.ownBound())
-			}
-		}
-		m.treeNew(now, from, msg, frame)
-	}
-	if m.gossipsBroadcasts() && m.uq.queueOrdered(&broadcast{key: broadcastKey(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq}) {
+	m.tree.Forward(now, from, msg, frame)
+	m.treeOutput()
+	if m.gossipsBroadcasts() && m.uq.queueOrdered(&broadcast{key: plumtree.Key(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq}) {
 		m.eagerNewsQueued()
 	}
-}
-
-// newestOfKey reports whether msg, a keyed broadcast, is newer than the
-// value of its key delivered here, and records it if so. The keys
-// remembered are bounded (treeMaxKeys): past the bound, a key not
-// remembered yet is taken as new.
-func (m *Machine) newestOfKey(msg *wire.Broadcast) bool {
-	k := broadcastKey(msg)
-	mark, ok := m.tree.keys[k]
-	if ok && !mark.before(msg.Epoch, msg.Seq) {
-		return false
-	}
-	if ok || len(m.tree.keys) < treeMaxKeys {
-		m.tree.keys[k] = keyMark{epoch: msg.Epoch, seq: msg.Seq}
-	} else {
-		m.stats.TreeStateForgotten++
-	}
-	return true
-}
-
-// evictSeen makes room among the windows of delivered broadcasts, full at
-// MaxMembers origins, by forgetting one whose origin is not in the table
-// (reap forgets those that are, when they go): origins invented by a
-// forger must not keep real ones out for good. It reports false when
-// every origin is a member.
-func (m *Machine) evictSeen() bool {
-	tries := 0
-	for origin := range m.seen { // map order is random: a random victim
-		if m.lookup(origin) == nil {
-			delete(m.seen, origin)
-			return true
-		}
-		if tries++; tries == 64 {
-			break
-		}
-	}
-	return false
 }
 
 // deliver hands a message to the driver (Ready.Messages).
 func (m *Machine) deliver(msg Message) {
 	m.stats.MessagesReceived++
 	m.out.Messages = append(m.out.Messages, msg)
-}
-
-// seenWindow records which of one origin's broadcasts of one epoch were
-// delivered: the highest sequence number, and a bit for each of the
-// seenSpan before it. A broadcast further behind than that is taken as
-// seen: by then it has been delivered or its spreading is long over.
-type seenWindow struct {
-	epoch uint64
-	top   uint32
-	bits  [seenSpan / 64]uint64 // bit i: top-i was delivered
-}
-
-const seenSpan = 256
-
-// seenWindows keeps the windows of an origin's two latest epochs. Two, not
-// one: a single forged broadcast claiming a far later epoch then cannot
-// silence the origin's real ones, which keep their window; it takes the
-// origin's next restart (a newer real epoch) to replace the older window.
-type seenWindows struct {
-	w [2]seenWindow // w[0] the later epoch
-}
-
-// mark records the broadcast (epoch, seq) and reports whether it is new.
-func (ws *seenWindows) mark(epoch uint64, seq uint32) bool {
-	switch {
-	case epoch == ws.w[0].epoch:
-		return ws.w[0].mark(seq)
-	case epoch == ws.w[1].epoch:
-		return ws.w[1].mark(seq)
-	case epoch > ws.w[0].epoch:
-		ws.w[1] = ws.w[0]
-		ws.w[0] = seenWindow{epoch: epoch}
-		return ws.w[0].mark(seq)
-	case epoch > ws.w[1].epoch:
-		ws.w[1] = seenWindow{epoch: epoch}
-		return ws.w[1].mark(seq)
-	}
-	return false // older than both
-}
-
-// behind reports whether (epoch, seq) is too far behind the windows to
-// tell whether it was delivered.
-func (ws *seenWindows) behind(epoch uint64, seq uint32) bool {
-	for i := range ws.w {
-		if w := &ws.w[i]; w.epoch == epoch {
-			return seq < w.top && w.top-seq >= seenSpan
-		}
-	}
-	return false
-}
-
-func (w *seenWindow) mark(seq uint32) bool {
-	if seq > w.top {
-		w.shift(seq - w.top)
-		w.top = seq
-		w.bits[0] |= 1
-		return true
-	}
-	back := w.top - seq
-	if back >= seenSpan {
-		return false
-	}
-	word, bit := back/64, back%64
-	if w.bits[word]&(1<<bit) != 0 {
-		return false
-	}
-	w.bits[word] |= 1 << bit
-	return true
-}
-
-// shift moves the window n sequence numbers forward.
-func (w *seenWindow) shift(n uint32) {
-	if n >= seenSpan {
-		w.bits = [seenSpan / 64]uint64{}
-		return
-	}
-	words, bits := int(n/64), n%64
-	for i := len(w.bits) - 1; i >= 0; i-- {
-		var v uint64
-		if j := i - words; j >= 0 {
-			v = w.bits[j] << bits
-			if bits > 0 && j > 0 {
-				v |= w.bits[j-1] >> (64 - bits)
-			}
-		}
-		w.bits[i] = v
-	}
 }
 
 // StateDelegate exchanges an application's state with peers on every

@@ -1,9 +1,10 @@
 // Package claims is signed claims: what a member says about itself, only
 // it can say (docs/security.md, "Signed claims"). It is pure, as the
 // Machine that drives it: no I/O, no lock, no clock (every input that
-// needs the time carries now) and no randomness; one Table per member,
-// owned by its Machine, which asks it at the gates of each claim and
-// counts what it refused (Stats).
+// needs the time carries now) and no randomness, which the swim package's
+// TestRoomsArePure holds it to. There is one Table per member, owned by
+// its Machine, which asks it at the gates of each claim and counts what it
+// refused (Stats).
 //
 // The rules it implements:
 //

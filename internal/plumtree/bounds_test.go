@@ -1,0 +1,54 @@
+package plumtree
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The tree's bookkeeping past its bounds is counted: a link's per-origin
+// trees cleared when an origin past the bound comes (an origin invented by
+// a forger costs an entry, not a lasting one).
+func TestTreeBoundsCounted(t *testing.T) {
+	var forgot uint64
+	b := ownBound{limit: 2, forgot: &forgot}
+	p := &peer{}
+	p.setOwn("a", false, b)
+	p.setOwn("b", false, b)
+	p.setOwn("a", true, b)
+	require.Zero(t, forgot, "an origin already held costs no room")
+	p.setOwn("c", false, b)
+	require.Equal(t, uint64(1), forgot)
+	require.Equal(t, map[string]bool{"c": false}, p.own, "the others follow the shared tree again")
+	require.True(t, p.eagerFor("a"))
+}
+
+// The windows of delivered broadcasts: in order, out of order, too old, a
+// restarted origin (a later epoch), and a forged far-later epoch, which
+// does not silence the origin's real broadcasts.
+func TestSeenWindows(t *testing.T) {
+	var ws seenWindows
+	require.True(t, ws.mark(100, 1))
+	require.False(t, ws.mark(100, 1))
+	require.True(t, ws.mark(100, 3))
+	require.True(t, ws.mark(100, 2), "out of order")
+	require.False(t, ws.mark(100, 2))
+	require.True(t, ws.mark(100, 300))
+	require.True(t, ws.mark(100, 250), "within the span behind the top")
+	require.False(t, ws.mark(100, 3), "beyond the span: taken as seen")
+	for seq := uint32(301); seq < 301+200; seq += 7 {
+		require.True(t, ws.mark(100, seq))
+	}
+	for seq := uint32(301); seq < 301+200; seq += 7 {
+		require.False(t, ws.mark(100, seq), "seq %d, across word boundaries", seq)
+	}
+	require.True(t, ws.mark(100, 302))
+
+	require.True(t, ws.mark(1<<62, 1), "a forged far-later epoch")
+	require.True(t, ws.mark(100, 600), "the real epoch keeps its window")
+	require.False(t, ws.mark(100, 302))
+	require.True(t, ws.mark(200, 1), "the origin restarted")
+	require.False(t, ws.mark(100, 601), "older than both windows")
+	require.False(t, ws.mark(200, 1))
+	require.False(t, ws.mark(50, 1))
+}
