@@ -506,12 +506,8 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 			m.handleUser(from, sender, msg)
 		case *wire.Broadcast:
 			m.handleBroadcast(now, sender, msg)
-		case *wire.IHave:
-			m.handleIHave(now, sender, msg)
-		case *wire.Graft:
-			m.handleGraft(now, sender, msg)
-		case *wire.Prune:
-			m.handlePrune(now, sender, msg)
+		case *wire.IHave, *wire.Graft, *wire.Prune:
+			m.treeInput(now, sender, msg)
 		case *wire.Ack:
 			m.handleAck(now, from, msg)
 		case *wire.Nack:

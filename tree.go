@@ -190,20 +190,19 @@ func (m *Machine) treeTellNeighbors(now time.Time, s *memberState) {
 	}
 }
 
-// handleIHave, handleGraft and handlePrune pass a tree message to the
-// trees with the member it came from.
-func (m *Machine) handleIHave(now time.Time, sender *memberState, msg *wire.IHave) {
-	m.tree.IHave(now, m.treeFrom(sender), msg.IDs)
-	m.treeOutput()
-}
-
-func (m *Machine) handleGraft(now time.Time, sender *memberState, msg *wire.Graft) {
-	m.tree.Graft(now, m.treeFrom(sender), msg)
-	m.treeOutput()
-}
-
-func (m *Machine) handlePrune(now time.Time, sender *memberState, msg *wire.Prune) {
-	m.tree.Prune(now, m.treeFrom(sender), msg.Origin)
+// treeInput hands a tree message (an announcement, a graft or a prune) to
+// the trees with the member it came from: the rules that answer it are
+// internal/plumtree's.
+func (m *Machine) treeInput(now time.Time, sender *memberState, msg wire.Message) {
+	from := m.treeFrom(sender)
+	switch msg := msg.(type) {
+	case *wire.IHave:
+		m.tree.IHave(now, from, msg.IDs)
+	case *wire.Graft:
+		m.tree.Graft(now, from, msg)
+	case *wire.Prune:
+		m.tree.Prune(now, from, msg.Origin)
+	}
 	m.treeOutput()
 }
 
