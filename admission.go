@@ -128,7 +128,8 @@ func encodeRefusal(r *refusal, limit int) ([]byte, error) {
 // either from a previous life under this name (a restart on a new port,
 // before the old process was declared dead), which the refutation answers,
 // or from a second live process with the same name. A ping in this name
-// to that address tells them apart: only a live process answers it.
+// to that address (an address check, addrcheck.go) tells them apart: only
+// a live process answers it.
 
 // maxConflictChecks bounds the conflict pings in flight; an address
 // claimed in a flood of forged news waits for the next claim.
@@ -137,34 +138,22 @@ const maxConflictChecks = 16
 // checkConflict pings addr in this member's name, unless it is this
 // member's own address, is being checked, or was reported already.
 func (m *Machine) checkConflict(now time.Time, addr netip.AddrPort) {
-	if addr == m.addrOf(m.self) || m.conflictsReported[addr] || len(m.conflictChecks) >= maxConflictChecks {
+	if addr == m.addrOf(m.self) || m.conflictsReported[addr] || len(m.conflictPings) >= maxConflictChecks {
 		return
 	}
-	for _, a := range m.conflictChecks {
-		if a == addr {
-			return
-		}
+	if _, ok := m.conflictPings[addr]; ok {
+		return
 	}
-	seq := m.nextSeq()
-	m.conflictChecks[seq] = addr
-	m.after(now.Add(m.cfg.ProbeInterval), timerConflictCheck, uint64(seq), 0, "")
-	m.send(addr, &wire.Ping{Seq: seq, Target: m.selfName, From: m.selfName})
+	m.conflictPings[addr] = struct{}{}
+	m.startAddrCheck(now, m.nextSeq(), addrCheck{kind: addrCheckConflict, addr: addr, name: m.selfName}, nil)
 }
 
-// conflictAnswered reports whether the ack answers a conflict check, and
-// reports the conflict if the address it went to answered.
-func (m *Machine) conflictAnswered(from netip.AddrPort, seq uint32) bool {
-	addr, ok := m.conflictChecks[seq]
-	if !ok {
-		return false
-	}
-	if from != addr {
-		m.stats.AcksRefused++
-		return true
-	}
-	delete(m.conflictChecks, seq)
+// conflictAnswered reports the conflict with the process at addr, which
+// answered a ping in this member's name.
+func (m *Machine) conflictAnswered(addr netip.AddrPort) {
+	delete(m.conflictPings, addr)
 	if m.conflictsReported[addr] {
-		return true // found by the check of its life meanwhile (lives.go)
+		return // found by the check of its life meanwhile (lives.go)
 	}
 	if len(m.conflictsReported) < m.cfg.MaxMembers {
 		m.conflictsReported[addr] = true
@@ -173,5 +162,4 @@ func (m *Machine) conflictAnswered(from netip.AddrPort, seq uint32) bool {
 	mb := m.export(m.self)
 	mb.Addr = addr
 	m.emitEvent(Event{Kind: EventConflict, Member: mb})
-	return true
 }

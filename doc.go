@@ -29,7 +29,8 @@
 //     pairing.go (paired probing), suspicion.go (suspicion timers),
 //     incarnation.go (precedence, refutation), tombstone.go (what the dead
 //     leave behind), deadlist.go (the dead still held), table.go (the
-//     member table), moves.go (checking a member's new address),
+//     member table), addrcheck.go (address checks: the pings an address
+//     must answer for a member), moves.go (checking a member's new address),
 //     lives.go (a member's process runs: restarts and name conflicts),
 //     signatures.go (signed claims: who may say what about whom, asked
 //     of internal/claims),

@@ -99,14 +99,14 @@ const maxLifeChecks = 16
 // claims cost one check per name per period.
 const refusedLifeFor = 30 * time.Second
 
-// lifeCheck is a claim of a new life being checked: the claim, the
+// pendingLife is a claim of a new life being checked: the claim, the
 // addresses of the held life (invalid when it is not live) and of the
-// claimed one, and the sequence numbers of the pings to each.
-type lifeCheck struct {
+// claimed one, and the sequence numbers of their address checks.
+type pendingLife struct {
 	alive          wire.Alive
 	from, to       netip.AddrPort
-	oldSeq, newSeq uint32
-	newAnswered    bool
+	fromSeq, toSeq uint32
+	toAnswered     bool
 }
 
 // refusedLife is a life of a name whose claims are dropped until until.
@@ -117,11 +117,12 @@ type refusedLife struct {
 
 // lives is the Machine's part of the lives.
 type lives struct {
-	checks  map[string]*lifeCheck // by name
-	past    map[string]uint64     // the life each restart replaced, by name
+	pending map[string]*pendingLife // by name
+	past    map[string]uint64       // the life each restart replaced, by name
 	refused map[string]refusedLife
-	// own: checks of this member's name at other lives, by ping seq
-	own map[uint32]*ownLifeCheck
+	// own: the other lives of this member's name being checked, each
+	// with the incarnation claimed of it
+	own map[uint64]uint64
 	// noticed: the other life of this member's name its restart notices
 	// were last sent for
 	noticed uint64
@@ -129,18 +130,11 @@ type lives struct {
 	yielded bool
 }
 
-// ownLifeCheck is a check of this member's name at another life.
-type ownLifeCheck struct {
-	addr netip.AddrPort
-	life uint64
-	inc  uint64
-}
-
 func (l *lives) init() {
-	l.checks = make(map[string]*lifeCheck)
+	l.pending = make(map[string]*pendingLife)
 	l.past = make(map[string]uint64)
 	l.refused = make(map[string]refusedLife)
-	l.own = make(map[uint32]*ownLifeCheck)
+	l.own = make(map[uint64]uint64)
 }
 
 // checkLife starts the check of a's claim that the member s, held at
@@ -156,61 +150,67 @@ func (m *Machine) checkLife(now time.Time, s *memberState, a *wire.Alive, addr n
 		m.stats.LivesRefused++
 		return
 	}
-	if lc := m.lives.checks[name]; lc != nil {
+	if lc := m.lives.pending[name]; lc != nil {
 		if lc.alive.Life == a.Life && lc.to == addr {
 			if a.Incarnation > lc.alive.Incarnation {
 				lc.alive = cloneAlive(a)
 			}
 			return
 		}
-		delete(m.lives.checks, name)
+		m.endLife(name)
 	}
-	if len(m.lives.checks) >= maxLifeChecks {
+	if len(m.lives.pending) >= maxLifeChecks {
 		m.stats.LifeChecksDropped++
 		return
 	}
-	lc := &lifeCheck{alive: cloneAlive(a), to: addr, newSeq: m.nextSeq()}
-	m.lives.checks[name] = lc
+	lc := &pendingLife{alive: cloneAlive(a), to: addr, toSeq: m.nextSeq()}
+	m.lives.pending[name] = lc
 	m.stats.LifeChecks++
 	if s.live() {
-		lc.from, lc.oldSeq = m.addrOf(s), m.nextSeq()
+		lc.from, lc.fromSeq = m.addrOf(s), m.nextSeq()
 		// The held life hears the claim: if it is alive it learns of the
 		// other process and settles the conflict (ownLife).
-		m.sendWith(lc.from, &wire.Ping{Seq: lc.oldSeq, Target: name, From: m.selfName, TargetLife: m.lifeOf(s)}, &lc.alive)
+		m.startAddrCheck(now, lc.fromSeq, addrCheck{kind: addrCheckLifeFrom, addr: lc.from, name: name, life: m.lifeOf(s)}, &lc.alive)
 	}
-	m.sendPlain(lc.to, &wire.Ping{Seq: lc.newSeq, Target: name, From: m.selfName, TargetLife: a.Life}, m.packetBudget())
-	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerLifeCheck, uint64(lc.newSeq), 0, name)
+	m.startAddrCheck(now, lc.toSeq, addrCheck{kind: addrCheckLifeTo, addr: lc.to, name: name, life: a.Life}, nil)
 }
 
-// lifeAnswered handles an ack that answers a life check, and reports
-// whether it did.
-func (m *Machine) lifeAnswered(now time.Time, from netip.AddrPort, seq uint32) bool {
-	for name, lc := range m.lives.checks {
-		switch {
-		case lc.oldSeq != 0 && seq == lc.oldSeq && from == lc.from:
-			// The held life answers: it did not end.
-			delete(m.lives.checks, name)
-			m.refuseLife(now, name, lc.alive.Life)
-			return true
-		case seq == lc.newSeq && from == lc.to:
-			lc.newAnswered = true
-			if !lc.from.IsValid() || lc.from == lc.to {
-				// Nothing live to wait for, or the new life answered at
-				// the held life's own address: that one is gone.
-				m.concludeLife(now, name)
-			}
-			return true
-		}
+// endLife forgets the claim of a new life of name being checked, and its
+// address checks.
+func (m *Machine) endLife(name string) *pendingLife {
+	lc := m.lives.pending[name]
+	delete(m.lives.pending, name)
+	if lc.from.IsValid() {
+		delete(m.addrChecks, lc.fromSeq)
 	}
-	return false
+	delete(m.addrChecks, lc.toSeq)
+	return lc
+}
+
+// lifeRefuted ends the check of the new life claimed of name, whose held
+// life answered: it did not end.
+func (m *Machine) lifeRefuted(now time.Time, name string) {
+	lc := m.endLife(name)
+	m.refuseLife(now, name, lc.alive.Life)
+}
+
+// lifeAnswered notes that the new life claimed of name answered at its
+// address.
+func (m *Machine) lifeAnswered(now time.Time, name string) {
+	lc := m.lives.pending[name]
+	lc.toAnswered = true
+	if !lc.from.IsValid() || lc.from == lc.to {
+		// Nothing live to wait for, or the new life answered at the held
+		// life's own address: that one is gone.
+		m.concludeLife(now, name)
+	}
 }
 
 // concludeLife gives a life check its verdict: the new life takes the name
 // if it answered (the held one did not, or the check would be over).
 func (m *Machine) concludeLife(now time.Time, name string) {
-	lc := m.lives.checks[name]
-	delete(m.lives.checks, name)
-	if !lc.newAnswered {
+	lc := m.endLife(name)
+	if !lc.toAnswered {
 		m.refuseLife(now, name, lc.alive.Life)
 		return
 	}
@@ -266,7 +266,7 @@ func (m *Machine) applyLife(now time.Time, s *memberState, a *wire.Alive, addr n
 // restartPending reports whether a new life of s is being checked: a
 // failed probe of s then accuses no one.
 func (m *Machine) restartPending(s *memberState) bool {
-	_, ok := m.lives.checks[m.nameOf(s)]
+	_, ok := m.lives.pending[m.nameOf(s)]
 	return ok
 }
 
@@ -290,19 +290,15 @@ func (m *Machine) ownLife(now time.Time, a *wire.Alive, addr netip.AddrPort) {
 		m.overtake(now, a.Incarnation)
 		return
 	}
-	for _, c := range m.lives.own {
-		if c.life == a.Life {
-			return
-		}
+	if _, ok := m.lives.own[a.Life]; ok {
+		return
 	}
 	if len(m.lives.own) >= maxConflictChecks {
 		m.stats.LifeChecksDropped++
 		return
 	}
-	seq := m.nextSeq()
-	m.lives.own[seq] = &ownLifeCheck{addr: addr, life: a.Life, inc: a.Incarnation}
-	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerOwnLifeCheck, uint64(seq), 0, "")
-	m.sendPlain(addr, &wire.Ping{Seq: seq, Target: m.selfName, From: m.selfName, TargetLife: a.Life}, m.packetBudget())
+	m.lives.own[a.Life] = a.Incarnation
+	m.startAddrCheck(now, m.nextSeq(), addrCheck{kind: addrCheckOwnLife, addr: addr, name: m.selfName, life: a.Life}, nil)
 }
 
 // overtake raises this member's incarnation above inc, a previous life's,
@@ -314,31 +310,21 @@ func (m *Machine) overtake(now time.Time, inc uint64) {
 	}
 }
 
-// ownLifeSilent: the other life of this member's name did not answer: a
-// previous life, gone.
-func (m *Machine) ownLifeSilent(now time.Time, seq uint32) {
-	c := m.lives.own[seq]
-	delete(m.lives.own, seq)
+// ownLifeSilent: the other life of this member's name, life, did not
+// answer: a previous life, gone.
+func (m *Machine) ownLifeSilent(now time.Time, life uint64) {
+	inc := m.lives.own[life]
+	delete(m.lives.own, life)
 	if m.self.state() == StateAlive {
-		m.overtake(now, c.inc)
+		m.overtake(now, inc)
 	}
 }
 
-// ownLifeAnswered handles an ack that answers a check of this member's
-// name at another life, and reports whether it did: that life is a second
-// live process under the name.
-func (m *Machine) ownLifeAnswered(now time.Time, from netip.AddrPort, seq uint32) bool {
-	c, ok := m.lives.own[seq]
-	if !ok {
-		return false
-	}
-	if from != c.addr {
-		m.stats.AcksRefused++
-		return true
-	}
-	delete(m.lives.own, seq)
-	m.nameConflict(now, c.addr, c.life)
-	return true
+// ownLifeAnswered: the other life of this member's name, life, answered at
+// addr: a second live process holds the name.
+func (m *Machine) ownLifeAnswered(now time.Time, addr netip.AddrPort, life uint64) {
+	delete(m.lives.own, life)
+	m.nameConflict(now, addr, life)
 }
 
 // nameConflict settles a conflict with the live process of the name at

@@ -184,12 +184,15 @@ type machineState struct {
 	// dec decodes each packet into the memory of the last: the messages
 	// live only while HandlePacket runs.
 	dec wire.PacketDecoder
-	// name-conflict checks in flight, by seq, and the addresses found to
-	// run a second process of this name (admission.go)
-	conflictChecks map[uint32]netip.AddrPort
-	moves          map[string]*moveCheck // moves.go, by name
-	life           uint64                // this member's (lives.go)
-	sigs           claims.Table          // signed claims (signatures.go)
+	// the address checks in flight, by seq (addrcheck.go)
+	addrChecks map[uint32]addrCheck
+	// the addresses a name-conflict address check pings, and
+	// (conflictsReported) those found to run a second process of this
+	// name (admission.go)
+	conflictPings map[netip.AddrPort]struct{}
+	moves         map[string]*pendingMove // moves.go, by name
+	life          uint64                  // this member's (lives.go)
+	sigs          claims.Table            // signed claims (signatures.go)
 	// members Admit refused a change of (Config.AdmitUpdates), held dead
 	// here and left out of push-pulls (admission.go)
 	refusedChanges    map[uint32]struct{}
@@ -293,8 +296,9 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.armAt(timerHeardSweep, now.Add(heardSweepEvery))
 	m.relays = make(map[uint32]*relay)
 	m.userPings = make(map[uint32]*userPing)
-	m.conflictChecks = make(map[uint32]netip.AddrPort)
-	m.moves = make(map[string]*moveCheck)
+	m.addrChecks = make(map[uint32]addrCheck)
+	m.conflictPings = make(map[netip.AddrPort]struct{})
+	m.moves = make(map[string]*pendingMove)
 	m.lives.init()
 	m.sigs.Init(claimsConfig(cfg))
 	m.refusedChanges = make(map[uint32]struct{})

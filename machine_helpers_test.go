@@ -490,7 +490,7 @@ func (h *mt) answerNewcomers(out mtOut) mtOut {
 	h.t.Helper()
 	for _, p := range out.Packets {
 		ping, ok := p.Msgs[0].(*wire.Ping)
-		if !ok || len(p.Msgs) != 1 || h.m.newcomers.bySeq[ping.Seq] == nil {
+		if !ok || len(p.Msgs) != 1 || h.m.addrChecks[ping.Seq].kind != addrCheckNewcomer {
 			continue
 		}
 		h.feed(p.To, &wire.Ack{Seq: ping.Seq})

@@ -19,12 +19,11 @@ import (
 //
 //   - A process may announce itself: news of a member at the very address
 //     it came from (a joiner's push-pull to its seed, a newcomer's first
-//     ping) is checked. The address is pinged in the announced name (a
-//     ping with a Target is answered only by the member of that name,
-//     probe.go), alone, with no gossip; the member is admitted when that
-//     address answers, and forgotten, counted, when it stays silent for a
-//     probe timeout. Until then it has no event, no place in the probe
-//     order, no gossip and no part in local health.
+//     ping) is checked. The address is pinged in the announced name (an
+//     address check, addrcheck.go), alone, with no gossip; the member is
+//     admitted when that address answers, and forgotten, counted, when it
+//     stays silent for a probe timeout. Until then it has no event, no
+//     place in the probe order, no gossip and no part in local health.
 //   - It may not announce others: their news is dropped and counted. A
 //     real member reaches this one anyway, from the members that know it.
 //     A push-pull from a process being checked (a joiner's exchanges with
@@ -73,12 +72,11 @@ type origin struct {
 // vouched is the origin of news no stranger can have passed on.
 var vouched = origin{member: true}
 
-// newcomerCheck is a member not known, being checked at its announced
+// pendingNewcomer is a member not known, being checked at its announced
 // address: the news that announced it, kept (copied: it may alias a
 // packet) to be applied if the address answers.
-type newcomerCheck struct {
+type pendingNewcomer struct {
 	alive wire.Alive
-	addr  netip.AddrPort
 	// held: the member's push-pull, merged once it was admitted, and
 	// the stream's address it came from
 	held     []byte
@@ -87,8 +85,8 @@ type newcomerCheck struct {
 
 // newcomers is the state of the newcomer checks.
 type newcomers struct {
-	bySeq  map[uint32]*newcomerCheck
-	byAddr map[netip.AddrPort]uint32
+	// byAddr: the newcomers being checked, by the address pinged
+	byAddr map[netip.AddrPort]*pendingNewcomer
 	// heldBytes counts the bytes of the push-pulls held
 	heldBytes int
 	// silent holds, for an address that did not answer a check, until
@@ -97,8 +95,7 @@ type newcomers struct {
 }
 
 func (n *newcomers) init() {
-	n.bySeq = make(map[uint32]*newcomerCheck)
-	n.byAddr = make(map[netip.AddrPort]uint32)
+	n.byAddr = make(map[netip.AddrPort]*pendingNewcomer)
 	n.silent = make(map[netip.AddrPort]time.Time)
 }
 
@@ -122,8 +119,8 @@ func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPor
 		m.stats.NewcomersRefused++
 		return
 	}
-	if seq, ok := nc.byAddr[addr]; ok {
-		switch c := nc.bySeq[seq]; {
+	if c := nc.byAddr[addr]; c != nil {
+		switch {
 		case c.alive.Name != a.Name:
 			// Another name at an address being checked: one at a time.
 			m.stats.NewcomersRefused++
@@ -133,16 +130,13 @@ func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPor
 		}
 		return
 	}
-	if until, ok := nc.silent[addr]; (ok && now.Before(until)) || len(nc.bySeq) >= maxNewcomerChecks {
+	if until, ok := nc.silent[addr]; (ok && now.Before(until)) || len(nc.byAddr) >= maxNewcomerChecks {
 		m.stats.NewcomersRefused++
 		return
 	}
-	seq := m.nextSeq()
-	nc.bySeq[seq] = &newcomerCheck{alive: cloneAlive(a), addr: addr}
-	nc.byAddr[addr] = seq
+	nc.byAddr[addr] = &pendingNewcomer{alive: cloneAlive(a)}
 	m.stats.NewcomersChecked++
-	m.sendPlain(addr, &wire.Ping{Seq: seq, Target: a.Name, From: m.selfName, TargetLife: a.Life}, m.packetBudget())
-	m.after(now.Add(m.scaled(m.cfg.ProbeTimeout)), timerNewcomerCheck, uint64(seq), 0, "")
+	m.startAddrCheck(now, m.nextSeq(), addrCheck{kind: addrCheckNewcomer, addr: addr, name: a.Name, life: a.Life}, nil)
 }
 
 // cloneAlive copies an alive out of the packet it may alias.
@@ -170,11 +164,11 @@ func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []b
 		}
 	}
 	nc := &m.newcomers
-	seq, ok := nc.byAddr[addr]
-	if !ok || nc.bySeq[seq].alive.Name != pp.From {
+	c := nc.byAddr[addr]
+	if c == nil || c.alive.Name != pp.From {
 		return false
 	}
-	if c := nc.bySeq[seq]; c.held == nil && nc.heldBytes+len(data) <= maxHeldBytes {
+	if c.held == nil && nc.heldBytes+len(data) <= maxHeldBytes {
 		c.held, c.heldPeer = bytes.Clone(data), o.from
 		nc.heldBytes += len(data)
 	} else {
@@ -183,41 +177,32 @@ func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []b
 	return true
 }
 
-// endNewcomerCheck forgets the check seq and returns it.
-func (m *Machine) endNewcomerCheck(seq uint32) *newcomerCheck {
+// endNewcomer forgets the newcomer being checked at addr and returns it.
+func (m *Machine) endNewcomer(addr netip.AddrPort) *pendingNewcomer {
 	nc := &m.newcomers
-	c := nc.bySeq[seq]
-	delete(nc.bySeq, seq)
-	delete(nc.byAddr, c.addr)
+	c := nc.byAddr[addr]
+	delete(nc.byAddr, addr)
 	nc.heldBytes -= len(c.held)
 	return c
 }
 
-// newcomerAnswered handles an ack that answers a newcomer check, admitting
-// the member, and reports whether it did.
-func (m *Machine) newcomerAnswered(now time.Time, from netip.AddrPort, seq uint32) bool {
-	c, ok := m.newcomers.bySeq[seq]
-	if !ok {
-		return false
-	}
-	if from != c.addr {
-		m.stats.AcksRefused++
-		return true
-	}
-	m.endNewcomerCheck(seq)
+// newcomerAnswered admits the newcomer whose address, addr, answered its
+// check.
+func (m *Machine) newcomerAnswered(now time.Time, addr netip.AddrPort) {
+	c := m.endNewcomer(addr)
 	m.handleAlive(now, &c.alive, mergeChecked, vouched)
 	if c.held != nil {
 		// Its view, now that it is a member. An error was one already
 		// (the push-pull was parsed when it came).
 		_, _ = m.mergeStateHeld(now, c.held, mergePushPull, c.heldPeer, true)
 	}
-	return true
 }
 
-// newcomerSilent ends a check its address did not answer: the member is
-// not admitted, and the address is not checked again for a while.
-func (m *Machine) newcomerSilent(now time.Time, seq uint32) {
-	c := m.endNewcomerCheck(seq)
+// newcomerSilent ends a check its address, addr, did not answer: the
+// member is not admitted, and the address is not checked again for a
+// while.
+func (m *Machine) newcomerSilent(now time.Time, addr netip.AddrPort) {
+	m.endNewcomer(addr)
 	m.stats.NewcomersRefused++
 	nc := &m.newcomers
 	if len(nc.silent) >= maxSilentAddrs {
@@ -228,6 +213,6 @@ func (m *Machine) newcomerSilent(now time.Time, seq uint32) {
 		}
 	}
 	if len(nc.silent) < maxSilentAddrs {
-		nc.silent[c.addr] = now.Add(m.cfg.ProbeInterval)
+		nc.silent[addr] = now.Add(m.cfg.ProbeInterval)
 	}
 }

@@ -71,8 +71,11 @@ func TestInventedSelfAnnouncementsChecked(t *testing.T) {
 	for _, p := range out.Packets {
 		require.Len(t, p.Msgs, 1, "a check carries no gossip")
 		ping := p.Msgs[0].(*wire.Ping)
-		require.Equal(t, p.To, mustAddr(t, h.m.newcomers.bySeq[ping.Seq].alive.Addr))
-		require.Equal(t, h.m.newcomers.bySeq[ping.Seq].alive.Name, ping.Target)
+		c := h.m.addrChecks[ping.Seq]
+		require.Equal(t, addrCheckNewcomer, c.kind)
+		require.Equal(t, p.To, c.addr)
+		require.Equal(t, p.To, mustAddr(t, h.m.newcomers.byAddr[c.addr].alive.Addr))
+		require.Equal(t, h.m.newcomers.byAddr[c.addr].alive.Name, ping.Target)
 	}
 	require.Equal(t, uint64(20), h.m.Stats().NewcomersChecked)
 	silent := map[netip.AddrPort]bool{}
@@ -82,7 +85,8 @@ func TestInventedSelfAnnouncementsChecked(t *testing.T) {
 	h.run(h.now.Add(5*cfg.ProbeInterval), silent)
 	require.Equal(t, 4, h.m.NumMembers())
 	require.Zero(t, h.m.health)
-	require.Empty(t, h.m.newcomers.bySeq)
+	require.Empty(t, h.m.newcomers.byAddr)
+	require.Empty(t, h.m.addrChecks)
 	require.Equal(t, uint64(20), h.m.Stats().NewcomersRefused)
 }
 

@@ -495,10 +495,12 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, sender *memb
 	m.send(addr, ping)
 }
 
-// handleAck completes our probe or relays an ack to a ping-req requester.
+// handleAck completes our probe, an application's ping (userping.go), an
+// address check (addrcheck.go), a leave notice (lifecycle.go), a final or
+// claim check (suspicion.go), or relays an ack to a ping-req requester.
 // An ack counts only from the address it was asked of (the target, or a
-// relay asked): a stranger would have had to guess the sequence number, and
-// one who saw the ping could still not fake an answer from elsewhere.
+// relay asked): a stranger would have had to guess the sequence number,
+// and one who saw the ping could still not fake an answer from elsewhere.
 func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 	if p := m.findProbe(a.Seq); p != nil {
 		if !m.answeredBy(p, from) {
@@ -515,9 +517,7 @@ func (m *Machine) handleAck(now time.Time, from netip.AddrPort, a *wire.Ack) {
 		m.probeSucceeded(p)
 		return
 	}
-	if m.pingAnswered(now, from, a.Seq) || m.conflictAnswered(from, a.Seq) || m.moveAnswered(from, a.Seq) ||
-		m.newcomerAnswered(now, from, a.Seq) || m.leaveNoticeAnswered(from, a.Seq) ||
-		m.lifeAnswered(now, from, a.Seq) || m.ownLifeAnswered(now, from, a.Seq) {
+	if m.pingAnswered(now, from, a.Seq) || m.addrCheckAnswered(now, from, a.Seq) || m.leaveNoticeAnswered(from, a.Seq) {
 		return
 	}
 	if fc, ok := m.finalChecks[a.Seq]; ok {

@@ -14,8 +14,8 @@ import "time"
 // Two families share the queue:
 //
 //   - Instance timers, one or two per probe, relay, final or leave check,
-//     suspicion and stream request, keyed by its sequence number, stream
-//     id, or name and incarnation.
+//     address check, suspicion and stream request, keyed by its sequence
+//     number, stream id, or name and incarnation.
 //   - Singleton timers, at most one current entry per kind: the periodic
 //     work (probing, gossip, push-pull, reconnect, the heard-time sweep),
 //     the heads of the lists whose entries all live the same time (the
@@ -26,7 +26,8 @@ type timerKind uint8
 
 // Timers due at the same instant fire in this order (then in the order
 // they were armed), so that a probe's indirect phase starts before its
-// period is judged and a relay's nack goes before the relay is forgotten.
+// period is judged and a relay's nack goes before the relay is forgotten;
+// an address check's deadline takes the place addrCheckTies gives it.
 const (
 	timerRelayNack      timerKind = iota // key: relay seq; tell the requester the target is silent
 	timerRelayExpire                     // key: relay seq; forget the relay
@@ -48,15 +49,11 @@ const (
 	timerMerge                           // singleton: the next slice of a large merge
 	timerStream                          // key: stream id; a request the driver never answered
 	timerUserPing                        // key: ping seq; an application's ping got no answer
-	timerConflictCheck                   // key: ping seq; a name-conflict check got no answer
+	timerAddrCheck                       // key: ping seq, inc: its addrCheckKind; an address check's deadline (addrcheck.go)
 	timerHoleAsk                         // name: a hole a join storm put off (joinstorm.go)
-	timerMoveCheck                       // key: the check's seq to the new address, name; a move's verdict (moves.go)
-	timerNewcomerCheck                   // key: ping seq; a member not known stayed silent at its address (newcomers.go)
 	timerLeaveNotices                    // singleton: the leave notices not acknowledged are sent again (lifecycle.go)
 	timerTreeFlush                       // singleton: the tree links' queues are sent (tree.go)
 	timerTreeGraft                       // key: broadcast id, inc: tries; an announced broadcast is still missing (tree.go)
-	timerLifeCheck                       // key: the check's seq to the new life, name; a restart's verdict (lives.go)
-	timerOwnLifeCheck                    // key: ping seq; another life of this member's name stayed silent (lives.go)
 	timerRestartNotices                  // singleton: this member's restart is told to every member (lives.go)
 	timerKinds
 )
@@ -66,19 +63,47 @@ type timer struct {
 	at    time.Time
 	order uint64 // when it was armed, for ties
 	key   uint64 // sequence number or stream id
-	inc   uint64 // incarnation or generation
+	inc   uint64 // incarnation, generation or kind of address check
 	name  string // the suspect, for a suspicion
 	kind  timerKind
+	tie   uint16 // its place among timers due at the same instant (tieOf)
 }
 
 func (a *timer) before(b *timer) bool {
 	if c := a.at.Compare(b.at); c != 0 {
 		return c < 0
 	}
-	if a.kind != b.kind {
-		return a.kind < b.kind
+	if a.tie != b.tie {
+		return a.tie < b.tie
 	}
 	return a.order < b.order
+}
+
+// addrCheckTies places the deadline of each kind of address check that has
+// one among the timers due at the same instant: right after the timers of
+// the kind named, and after those of an earlier kind of address check
+// placed there. So a name conflict's deadline goes before a deferred
+// hole's ask, a move's and a newcomer's before the leave notices, and a
+// life's and this member's own other life's after a graft: the order the
+// simulator's recorded runs (internal/sim, digests) pin.
+var addrCheckTies = [addrCheckKinds]timerKind{
+	addrCheckConflict: timerUserPing,
+	addrCheckMoveTo:   timerHoleAsk,
+	addrCheckNewcomer: timerHoleAsk,
+	addrCheckLifeTo:   timerTreeGraft,
+	addrCheckOwnLife:  timerTreeGraft,
+}
+
+// tieOf is t's place among the timers due at the same instant: its kind's
+// (the order of the constants above), or for an address check's deadline
+// the place addrCheckTies gives its kind of check.
+func tieOf(t *timer) uint16 {
+	const slots = uint16(addrCheckKinds) + 1 // each kind's, then each kind of address check's after it
+	if t.kind == timerAddrCheck {
+		c := addrCheckKind(t.inc)
+		return uint16(addrCheckTies[c])*slots + 1 + uint16(c)
+	}
+	return uint16(t.kind) * slots
 }
 
 // timerQueue is a binary min-heap of timers. It is written out rather than
@@ -102,6 +127,7 @@ func (q *timerQueue) len() int { return len(q.h) }
 
 func (q *timerQueue) push(t timer) {
 	t.order = q.pushed
+	t.tie = tieOf(&t)
 	q.pushed++
 	q.h = append(q.h, t)
 	for i := len(q.h) - 1; i > 0; {
@@ -278,30 +304,11 @@ func init() {
 			current: func(m *Machine, t *timer) bool { return m.userPings[uint32(t.key)] != nil },
 			fire:    func(m *Machine, _ time.Time, t *timer) { m.expirePing(uint32(t.key)) },
 		},
-		timerConflictCheck: {
-			current: func(m *Machine, t *timer) bool { _, ok := m.conflictChecks[uint32(t.key)]; return ok },
-			fire:    func(m *Machine, _ time.Time, t *timer) { delete(m.conflictChecks, uint32(t.key)) },
-		},
-		timerLifeCheck: {
-			current: func(m *Machine, t *timer) bool {
-				lc := m.lives.checks[t.name]
-				return lc != nil && lc.newSeq == uint32(t.key)
-			},
-			fire: func(m *Machine, now time.Time, t *timer) { m.concludeLife(now, t.name) },
-		},
-		timerOwnLifeCheck: {
-			current: func(m *Machine, t *timer) bool { _, ok := m.lives.own[uint32(t.key)]; return ok },
-			fire:    func(m *Machine, now time.Time, t *timer) { m.ownLifeSilent(now, uint32(t.key)) },
+		timerAddrCheck: {
+			current: func(m *Machine, t *timer) bool { return m.addrCheckPending(uint32(t.key), addrCheckKind(t.inc)) },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.addrCheckSilent(now, uint32(t.key)) },
 		},
 		timerRestartNotices: {singleton: true, fire: func(m *Machine, _ time.Time, _ *timer) { m.sendRestartNotices() }},
-		timerMoveCheck: {
-			current: func(m *Machine, t *timer) bool { mc := m.moves[t.name]; return mc != nil && mc.newSeq == uint32(t.key) },
-			fire:    func(m *Machine, now time.Time, t *timer) { m.concludeMove(now, t.name) },
-		},
-		timerNewcomerCheck: {
-			current: func(m *Machine, t *timer) bool { _, ok := m.newcomers.bySeq[uint32(t.key)]; return ok },
-			fire:    func(m *Machine, now time.Time, t *timer) { m.newcomerSilent(now, uint32(t.key)) },
-		},
 		timerHoleAsk: {
 			current: func(m *Machine, t *timer) bool { d, ok := m.holes.deferred[t.name]; return ok && d.due.Equal(t.at) },
 			fire:    func(m *Machine, now time.Time, t *timer) { m.askDeferredHole(now, t.name) },
