@@ -10,10 +10,6 @@ import "time"
 // and the probe interval and timeout scale by score+1, so an unhealthy
 // member probes less often and waits longer before accusing anyone.
 
-// HealthScore is this member's local health: 0 is healthy, higher means it
-// has been failing to hear from peers it should hear from.
-func (m *Machine) HealthScore() int { return m.health }
-
 // adjustHealth moves the score by delta within its bounds.
 func (m *Machine) adjustHealth(delta int) {
 	limit := m.cfg.AwarenessMaxMultiplier - 1

@@ -38,7 +38,7 @@ func TestLateProbeAccusesNoOne(t *testing.T) {
 			if late {
 				require.Equal(t, StateAlive, mem.State, "a late member accuses no one")
 				require.Equal(t, uint64(1), st.ProbesInconclusive)
-				require.Equal(t, 1, h.m.HealthScore(), "waking late is evidence against ourselves")
+				require.Equal(t, 1, h.m.Status().HealthScore, "waking late is evidence against ourselves")
 				return
 			}
 			require.Equal(t, StateSuspect, mem.State)

@@ -222,7 +222,7 @@ func TestDeadListAgainstModel(t *testing.T) {
 func (h *mt) requireDeadIndex() {
 	h.t.Helper()
 	want := map[string]State{}
-	for _, mem := range h.m.Members() {
+	for _, mem := range h.m.allMembers() {
 		if mem.State == StateDead || mem.State == StateLeft {
 			want[mem.Name] = mem.State
 		}
@@ -378,7 +378,7 @@ func TestProbeOrderQueue(t *testing.T) {
 		out := h.run(h.now.Add(time.Duration(2*others+2)*cfg.ProbeInterval), nil)
 		h.requireProbeQueue()
 		got := probed(out)
-		for _, mem := range h.m.Members() {
+		for _, mem := range h.m.allMembers() {
 			if mem.Name != mtSelf && mem.State == StateAlive {
 				require.True(t, got[mem.Addr], "round %d: %s was not probed in two passes", round, mem.Name)
 			}

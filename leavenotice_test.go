@@ -105,7 +105,7 @@ func TestLeaveWaitsForNotices(t *testing.T) {
 	}
 	h.feed(mtPeerAddr(1), &wire.Ack{Seq: notices[mtPeerAddr(1)]})
 	h.feed(mtPeerAddr(2), &wire.Ack{Seq: notices[mtPeerAddr(2)]})
-	require.False(t, h.m.LeaveDone())
+	require.False(t, h.m.Status().LeaveDone)
 	silent := map[netip.AddrPort]bool{mtPeerAddr(3): true}
 	var resent int
 	for range leaveNoticeTries {
@@ -116,6 +116,6 @@ func TestLeaveWaitsForNotices(t *testing.T) {
 		}
 	}
 	require.Equal(t, leaveNoticeTries-1, resent, "sent again until the last try")
-	require.True(t, h.m.LeaveDone())
+	require.True(t, h.m.Status().LeaveDone)
 	require.Equal(t, uint64(1), h.m.Stats().LeaveNoticesUnanswered)
 }

@@ -216,12 +216,12 @@ func (m *Machine) rejoin(now time.Time) {
 	}
 }
 
-// LeaveDone reports whether the leave is done: its gossip has left the
+// leaveDone reports whether the leave is done: its gossip has left the
 // queue (sent as often as any delta is, or dropped from a full queue) or
 // there is nobody left to tell, and every member this one knew has
 // acknowledged its leave notice, was sent it five times, or has died or
 // left since.
-func (m *Machine) LeaveDone() bool {
+func (m *Machine) leaveDone() bool {
 	if m.leaveBroadcast == nil || len(m.leaveNotices) > 0 {
 		return false
 	}

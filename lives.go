@@ -354,14 +354,6 @@ func (m *Machine) nameConflict(now time.Time, addr netip.AddrPort, life uint64) 
 	_ = m.Leave(now)
 }
 
-// NameYielded reports whether this member gave its name up to another live
-// process (see Config.OnNameConflict); Join then returns ErrNameConflict.
-func (m *Machine) NameYielded() bool { return m.lives.yielded }
-
-// LifeChecksPending reports whether this member is still finding out
-// whether another life of its name is alive: Join waits for the answer.
-func (m *Machine) LifeChecksPending() bool { return len(m.lives.own) > 0 }
-
 // sendRestartNotices sends this member's alive to every live member it
 // knows, alone: its restart is checked by each at once, not hop by hop as
 // gossip would bring it.

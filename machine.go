@@ -95,7 +95,7 @@ type MachineOption func(*Machine)
 func WatchClock() MachineOption { return func(m *Machine) { m.watchClock = true } }
 
 // IndexNames has the Machine keep its members in name order as they come
-// and go, so that AppendLive lists them without sorting, at the cost of an
+// and go, so that Members lists them without sorting, at the cost of an
 // index as large as the ring. Memberlist sets it, for Members; a simulator
 // of many Machines that rarely lists them should not.
 func IndexNames() MachineOption { return func(m *Machine) { m.indexNames() } }
@@ -374,10 +374,6 @@ func (m *Machine) Ready() Ready {
 	return r
 }
 
-// Version increases whenever the member table changes, so a driver can
-// refresh its snapshot only then.
-func (m *Machine) Version() uint64 { return m.version }
-
 // Stats returns the counters.
 func (m *Machine) Stats() Stats {
 	s := m.stats
@@ -406,20 +402,6 @@ func (m *Machine) NumMembers() int {
 	return m.ring.len() - 1
 }
 
-// Merging reports whether a large push-pull is being merged a slice per
-// Tick (pushpull.go): each slice is due at once, and a driver under a
-// steady stream of packets may rest between them, as Memberlist does.
-func (m *Machine) Merging() bool { return len(m.merges) > 0 }
-
-// Refused returns how many new members the table refused (it held
-// MaxMembers, or a shared Registry its most versions) and how many
-// push-pulls it refused (over MaxMembers, or too many merges in
-// progress): Stats' MembersRefused and PushPullsRefused without copying
-// the rest, for a driver that reports refusals as they happen.
-func (m *Machine) Refused() (members, pushPulls uint64) {
-	return m.stats.MembersRefused, m.stats.PushPullsRefused
-}
-
 // numOthers counts the live members other than this one.
 func (m *Machine) numOthers() int { return m.ring.len() - 1 }
 
@@ -432,9 +414,9 @@ func (m *Machine) Member(name string) (Member, bool) {
 	return m.export(s), true
 }
 
-// Members returns every member in the table, this one included, dead and
-// left ones not yet forgotten included, sorted by name.
-func (m *Machine) Members() []Member {
+// allMembers returns every member in the table, this one included, dead
+// and left ones not yet forgotten included, sorted by name.
+func (m *Machine) allMembers() []Member {
 	out := make([]Member, 0, m.tableSize())
 	m.ring.each(func(id uint32) { out = append(out, m.export(m.entry(id))) })
 	m.dead.each(func(d deadEntry) { out = append(out, m.export(m.entry(d.id))) })
@@ -768,10 +750,10 @@ func (m *Machine) emitEvent(e Event) {
 	m.out.Events = append(m.out.Events, e)
 }
 
-// Snapshot returns every member in the table, as Members does, and the Seq
-// of the last event it reflects: the events after it are those with a
-// greater Seq.
-func (m *Machine) Snapshot() ([]Member, uint64) { return m.Members(), m.eventSeq }
+// Snapshot returns every member in the table, dead and left ones not yet
+// forgotten included, sorted by name, and the Seq of the last event it
+// reflects: the events after it are those with a greater Seq.
+func (m *Machine) Snapshot() ([]Member, uint64) { return m.allMembers(), m.eventSeq }
 
 // Stats are cumulative counters of one member.
 type Stats struct {

@@ -297,7 +297,7 @@ func (h *mt) asker() netip.AddrPort {
 	h.t.Helper()
 	self := h.m.LocalMember().Name
 	for _, live := range []bool{true, false} {
-		for _, mem := range h.m.Members() {
+		for _, mem := range h.m.allMembers() {
 			isLive := mem.State == StateAlive || mem.State == StateSuspect
 			if mem.Name != self && isLive == live {
 				return mem.Addr

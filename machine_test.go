@@ -221,12 +221,12 @@ func TestMalformedPackets(t *testing.T) {
 			h := newMT(t, mtConfig())
 			h.joinPeers(3, 1)
 			before := h.m.Stats()
-			version := h.m.Version()
+			version := h.m.Status().Version
 			var err error
 			require.NotPanics(t, func() { err = h.m.HandlePacket(h.now, mtPeerAddr(1), data) })
 			require.Error(t, err)
 			require.Equal(t, before.PacketsDropped+1, h.m.Stats().PacketsDropped)
-			require.Equal(t, version, h.m.Version(), "a rejected packet changes nothing")
+			require.Equal(t, version, h.m.Status().Version, "a rejected packet changes nothing")
 			require.True(t, func() bool { r := h.m.Ready(); return r.IsEmpty() }(), "a rejected packet is not answered")
 		})
 	}
@@ -287,10 +287,10 @@ func TestMalformedMessages(t *testing.T) {
 			h := newMT(t, mtConfig())
 			h.joinPeers(3, 1)
 			before := h.m.Stats().PacketsDropped
-			version := h.m.Version()
+			version := h.m.Status().Version
 			require.NotPanics(t, func() { _ = h.m.HandlePacket(h.now, mtPeerAddr(1), mtPacket(t, tc.msg)) })
 			require.Equal(t, before+1, h.m.Stats().PacketsDropped)
-			require.Equal(t, version, h.m.Version())
+			require.Equal(t, version, h.m.Status().Version)
 			out := h.ready()
 			require.Empty(t, out.Packets)
 			require.Empty(t, out.Events)

@@ -311,7 +311,7 @@ func New(cfg *Config) (*Memberlist, error) {
 func (ml *Memberlist) Members() []Member {
 	ml.mu.RLock()
 	defer ml.mu.RUnlock()
-	return ml.machine.AppendLive(make([]Member, 0, ml.machine.NumMembers()))
+	return ml.machine.Members()
 }
 
 // NumMembers counts the live members, this one included, as Members would
@@ -505,7 +505,7 @@ func (ml *Memberlist) HealthScore() int {
 	if ml.closed {
 		return 0
 	}
-	return ml.machine.HealthScore()
+	return ml.machine.Status().HealthScore
 }
 
 // MemberCounts counts the members in the table by state, this one
@@ -645,7 +645,8 @@ func (ml *Memberlist) awaitOwnName(ctx context.Context) error {
 	for {
 		var pending, yielded bool
 		if err := ml.input(func(time.Time) {
-			pending, yielded = ml.machine.LifeChecksPending(), ml.machine.NameYielded()
+			st := ml.machine.Status()
+			pending, yielded = st.LifeChecksPending, st.NameYielded
 		}); err != nil {
 			return err
 		}

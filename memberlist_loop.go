@@ -104,7 +104,7 @@ const mergeRestDivisor = 4
 // packets the slices follow each other at once. start is when this pass
 // began its slice. The caller holds ml.mu.
 func (ml *Memberlist) paceMerge(start time.Time) {
-	if !ml.machine.Merging() {
+	if !ml.machine.Status().Merging {
 		return
 	}
 	if ml.fed != ml.fedAtSlice {
@@ -144,7 +144,7 @@ func (ml *Memberlist) receive(p IncomingPacket) {
 	// The slices of a large merge are the loop's to apply: here they would
 	// delay every ack by one, and a steady stream of packets would leave
 	// the reader ever further behind.
-	ml.end(!ml.machine.Merging())
+	ml.end(!ml.machine.Status().Merging)
 }
 
 // input feeds the machine one input, f, on the calling goroutine, and
@@ -195,9 +195,9 @@ const (
 // counts them, and an operator should learn that a peer floods the table.
 // Two counters compared per input. The caller holds ml.mu.
 func (ml *Memberlist) logTableRefusals() {
-	members, pushPulls := ml.machine.Refused()
-	ml.logRefusalsSince(refusalMember, members, &ml.membersRefusedSeen)
-	ml.logRefusalsSince(refusalPushPull, pushPulls, &ml.pushPullsRefusedSeen)
+	st := ml.machine.Status()
+	ml.logRefusalsSince(refusalMember, st.MembersRefused, &ml.membersRefusedSeen)
+	ml.logRefusalsSince(refusalPushPull, st.PushPullsRefused, &ml.pushPullsRefusedSeen)
 }
 
 // logRefusalsSince logs the refusals of kind that the counter n holds
@@ -226,7 +226,7 @@ func (ml *Memberlist) tickIfDue(now time.Time) {
 // only when it moved. The caller holds ml.mu.
 func (ml *Memberlist) rearm() {
 	d := ml.machine.NextDeadline()
-	if ml.machine.Merging() && d.Before(ml.mergeRest) {
+	if ml.machine.Status().Merging && d.Before(ml.mergeRest) {
 		d = ml.mergeRest
 	}
 	if len(ml.refused) > 0 {
@@ -318,7 +318,7 @@ func (ml *Memberlist) output() output {
 	for _, msg := range rd.Messages {
 		ml.queueMessage(msg)
 	}
-	if ml.room != nil && !m.BroadcastBackedUp() {
+	if ml.room != nil && !m.Status().BroadcastBackedUp {
 		close(ml.room)
 		ml.room = nil
 	}
@@ -339,7 +339,7 @@ func (ml *Memberlist) output() output {
 	if ml.cfg.Pings != nil {
 		out.acks = rd.Acks
 	}
-	if ml.leaveDone != nil && !ml.leaveShown && m.LeaveDone() {
+	if ml.leaveDone != nil && !ml.leaveShown && m.Status().LeaveDone {
 		ml.leaveShown = true
 		out.leaveDone = ml.leaveDone
 	}

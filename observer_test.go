@@ -47,7 +47,7 @@ func newObservedMT(t *testing.T, cfg *Config) (*mt, *obsRecorder) {
 func requireCounts(t *testing.T, m *Machine, want MemberCounts) {
 	t.Helper()
 	var got MemberCounts
-	for _, mem := range m.Members() {
+	for _, mem := range m.allMembers() {
 		switch mem.State {
 		case StateAlive:
 			got.Alive++

@@ -90,6 +90,3 @@ func (pa *partitionAlarm) note(now time.Time, count int, left bool, share float6
 	}
 	return alarmSame
 }
-
-// Partitioned reports whether the partition alarm is raised.
-func (m *Machine) Partitioned() bool { return m.partition.raised }

@@ -138,7 +138,7 @@ func (c *recordingConn) Close() error {
 func fullView(t *testing.T, m *testMember) []Member {
 	t.Helper()
 	var out []Member
-	require.NoError(t, m.input(func(time.Time) { out = m.machine.Members() }))
+	require.NoError(t, m.input(func(time.Time) { out = m.machine.allMembers() }))
 	return out
 }
 

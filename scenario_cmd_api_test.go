@@ -133,7 +133,7 @@ func (w *scenWorld) cmdLeaveDone(a *scenArgs, _ []string) error {
 	if err != nil {
 		return err
 	}
-	w.printf("leave done: %v", n.m.LeaveDone())
+	w.printf("leave done: %v", n.m.Status().LeaveDone)
 	return nil
 }
 

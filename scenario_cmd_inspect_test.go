@@ -23,7 +23,7 @@ func (w *scenWorld) cmdMembers(a *scenArgs, _ []string) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range n.m.Members() {
+	for _, m := range n.m.allMembers() {
 		w.printf("%s", w.fmtMember(m))
 	}
 	return nil
@@ -107,7 +107,7 @@ func (w *scenWorld) cmdHealth(a *scenArgs, _ []string) error {
 	if err != nil {
 		return err
 	}
-	w.printf("health %d", n.m.HealthScore())
+	w.printf("health %d", n.m.Status().HealthScore)
 	return nil
 }
 
@@ -119,7 +119,7 @@ func (w *scenWorld) gossipOf(n *scenNode) ([]wire.Message, error) {
 	w.collect(n)
 	var asker netip.AddrPort
 	for _, live := range []bool{true, false} {
-		for _, mem := range n.m.Members() {
+		for _, mem := range n.m.allMembers() {
 			isLive := mem.State == StateAlive || mem.State == StateSuspect
 			if mem.Name != n.name && isLive == live && !asker.IsValid() {
 				asker = mem.Addr

@@ -202,7 +202,7 @@ func TestForgedEarlierLifeRefused(t *testing.T) {
 		h := newMT(t, signedConfig(SignaturesOff))
 		h.joinSignedPeers(4)
 		forge(h, false)
-		require.True(t, h.m.NameYielded(), "the forgery did not take effect: the test shows nothing")
+		require.True(t, h.m.Status().NameYielded, "the forgery did not take effect: the test shows nothing")
 		require.Equal(t, StateLeft, h.m.LocalMember().State)
 	})
 	for _, signed := range []bool{false, true} {
@@ -210,7 +210,7 @@ func TestForgedEarlierLifeRefused(t *testing.T) {
 			h := newMT(t, signedConfig(SignaturesRequired))
 			h.joinSignedPeers(4)
 			forge(h, signed)
-			require.False(t, h.m.NameYielded())
+			require.False(t, h.m.Status().NameYielded)
 			require.Equal(t, StateAlive, h.m.LocalMember().State)
 			st := h.m.Stats()
 			require.Equal(t, uint64(1), st.ClaimsUnsigned+st.KeyConflicts)

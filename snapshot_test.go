@@ -102,7 +102,7 @@ func TestRejoinAfterLeaveMachine(t *testing.T) {
 	self := h.m.LocalMember()
 	require.Equal(t, StateAlive, self.State)
 	require.Greater(t, self.Incarnation, left)
-	require.False(t, h.m.LeaveDone())
+	require.False(t, h.m.Status().LeaveDone)
 	require.NoError(t, h.m.UpdateMeta(h.now, []byte("back")), "the API works again")
 	ping, _, _ := h.firstProbe()
 	require.NotNil(t, ping, "probing resumed")

@@ -163,7 +163,7 @@ func (m *Machine) byAddr(addr netip.AddrPort) *memberState {
 
 func (m *Machine) nameOrder() ringOrder { return ringOrder{names: m.reg} }
 
-// indexNames starts keeping the name index AppendLive walks, so that a
+// indexNames starts keeping the name index Members walks, so that a
 // reader never has to build it (a simulator, which never reads the table
 // in name order, does not pay for it).
 func (m *Machine) indexNames() {
@@ -175,11 +175,13 @@ func (m *Machine) indexNames() {
 	m.ring.each(func(id uint32) { m.byName.insert(o, id) })
 }
 
-// AppendLive appends the live members, this one included while it has not
-// left, to dst in name order: Members without the dead, for a driver's
-// view. With the IndexNames option it walks an index kept up by every
+// Members returns the live (alive or suspect) members, this one included
+// while it has not left, in name order: the view an application acts on
+// (Memberlist.Members). Snapshot adds the dead and left ones not yet
+// forgotten. With the IndexNames option it walks an index kept up by every
 // input, and neither sorts nor copies the table.
-func (m *Machine) AppendLive(dst []Member) []Member {
+func (m *Machine) Members() []Member {
+	dst := make([]Member, 0, m.NumMembers())
 	m.indexNames()
 	m.byName.each(func(id uint32) {
 		if s := m.entry(id); s.live() { // not this member after it left

@@ -201,14 +201,14 @@ func BenchmarkBroadcastTake(b *testing.B) {
 	}
 }
 
-// AppendLive lists the live members in name order, this one included until
-// it leaves, and follows the table as it changes.
-func TestAppendLiveFollowsTheTable(t *testing.T) {
+// Members lists the live members in name order, this one included until
+// it leaves, and follows the table as it changes; Snapshot adds the dead.
+func TestMembersFollowTheTable(t *testing.T) {
 	h := newMT(t, mtConfig())
 	h.joinPeers(5, 1)
 	names := func() []string {
 		var out []string
-		for _, mb := range h.m.AppendLive(nil) {
+		for _, mb := range h.m.Members() {
 			out = append(out, mb.Name)
 		}
 		return out
@@ -218,7 +218,8 @@ func TestAppendLiveFollowsTheTable(t *testing.T) {
 	h.feed(mtPeerAddr(1), mtAlive(9, 1))
 	require.Equal(t, []string{mtPeer(1), mtPeer(2), mtPeer(4), mtPeer(5), mtPeer(9), mtSelf}, names())
 	var want []string
-	for _, mb := range h.m.Members() {
+	all, _ := h.m.Snapshot()
+	for _, mb := range all {
 		if mb.State == StateAlive || mb.State == StateSuspect {
 			want = append(want, mb.Name)
 		}

@@ -455,12 +455,12 @@ func TestBroadcastQueueFull(t *testing.T) {
 		_, err := h.m.Broadcast(h.now, "", []byte("x"))
 		require.NoError(t, err)
 	}
-	require.True(t, h.m.BroadcastBackedUp())
+	require.True(t, h.m.Status().BroadcastBackedUp)
 	_, err := h.m.Broadcast(h.now, "", []byte("x"))
 	require.ErrorIs(t, err, ErrBroadcastQueueFull)
 	out := h.treeSettle(50 * time.Millisecond)
 	require.Len(t, out.Outcomes, 4)
-	require.False(t, h.m.BroadcastBackedUp())
+	require.False(t, h.m.Status().BroadcastBackedUp)
 	_, err = h.m.Broadcast(h.now, "", []byte("x"))
 	require.NoError(t, err)
 }

@@ -232,11 +232,6 @@ func (m *Machine) maxOwnBroadcastFrame() int {
 	return m.packetBudget() - wire.CompoundHeaderMax - wire.FrameOverheadMax
 }
 
-// BroadcastBackedUp reports whether Broadcast would return
-// ErrBroadcastQueueFull now; a driver waiting for room asks it after each
-// input.
-func (m *Machine) BroadcastBackedUp() bool { return m.treeBackedUp() }
-
 // maxBroadcastFrame is the largest broadcast frame: half of what a packet
 // of deltas alone holds, less the framing, so that one always fits the
 // share the fair budget keeps for applications.

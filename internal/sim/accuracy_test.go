@@ -320,9 +320,9 @@ func TestAccuracyLocalHealth(t *testing.T) {
 				require.NoError(t, s.Isolate(victim))
 				victimMax, healthyMax, raised := 0, 0, ""
 				s.runSampling(30*time.Second, 100*time.Millisecond, func() {
-					victimMax = max(victimMax, s.machine(victim).HealthScore())
+					victimMax = max(victimMax, s.machine(victim).Status().HealthScore)
 					for _, name := range healthy {
-						if h := s.machine(name).HealthScore(); h > healthyMax {
+						if h := s.machine(name).Status().HealthScore; h > healthyMax {
 							healthyMax = h
 							raised = fmt.Sprintf("%s's score rose to %d at +%v (stats %+v)", name, h, s.Elapsed(), s.machine(name).Stats())
 						}
@@ -337,7 +337,7 @@ func TestAccuracyLocalHealth(t *testing.T) {
 					require.Equal(t, limit, victimMax, "the cut-off member's health score should saturate")
 					require.Less(t, 3*victimProbes, healthyProbes, "the cut-off member should probe less often")
 					s.Heal()
-					require.True(t, s.RunUntil(func() bool { return s.machine(victim).HealthScore() == 0 }, 2*time.Minute),
+					require.True(t, s.RunUntil(func() bool { return s.machine(victim).Status().HealthScore == 0 }, 2*time.Minute),
 						"the health score did not recover after the cut healed: %v", s)
 				} else {
 					require.Zero(t, victimMax)
@@ -372,7 +372,7 @@ func TestAccuracyNacks(t *testing.T) {
 					require.Less(t, s.Elapsed(), 10*time.Minute, "crash never detected: %v", s)
 					s.Run(50 * time.Millisecond)
 					for _, name := range survivors {
-						healthMax = max(healthMax, s.machine(name).HealthScore())
+						healthMax = max(healthMax, s.machine(name).Status().HealthScore)
 					}
 				}
 				nacks := s.sumStats(survivors, func(st swim.Stats) uint64 { return st.NacksReceived })
@@ -383,18 +383,18 @@ func TestAccuracyNacks(t *testing.T) {
 				// A member cut off from everyone: its first failed probes.
 				cut := pick(survivors, seed+7)
 				m := s.machine(cut)
-				require.True(t, s.RunUntil(func() bool { return m.HealthScore() == 0 }, time.Minute), "%v", s)
+				require.True(t, s.RunUntil(func() bool { return m.Status().HealthScore == 0 }, time.Minute), "%v", s)
 				require.NoError(t, s.Isolate(cut))
 				failedBefore, raisedBefore := m.Stats().ProbesFailed, m.Stats().SuspicionsRaised
 				require.True(t, s.RunUntil(func() bool { return m.Stats().ProbesFailed > failedBefore }, time.Minute), "%v", s)
 				failedCut := int(m.Stats().ProbesFailed - failedBefore)
-				t.Logf("cut-off member after %d failed probe(s): health %d, %d nacks missing", failedCut, m.HealthScore(), m.Stats().NacksMissing)
+				t.Logf("cut-off member after %d failed probe(s): health %d, %d nacks missing", failedCut, m.Status().HealthScore, m.Stats().NacksMissing)
 
 				if on {
 					require.NotZero(t, nacks, "relays sent no nacks")
 					require.Zero(t, healthMax, "nacks should keep the requesters' health at 0")
 					require.Equal(t, min(failedCut*swim.DefaultLANConfig().IndirectChecks, swim.DefaultLANConfig().AwarenessMaxMultiplier-1),
-						m.HealthScore(), "one point per missing nack")
+						m.Status().HealthScore, "one point per missing nack")
 					require.NotZero(t, m.Stats().NacksMissing)
 					// Every nack missing: the cut-off member blames itself and
 					// accuses no one.
@@ -405,7 +405,7 @@ func TestAccuracyNacks(t *testing.T) {
 				require.Zero(t, nacks)
 				require.NotZero(t, m.Stats().SuspicionsRaised-raisedBefore, "without nacks the cut-off member accuses its targets")
 				require.NotZero(t, healthMax, "without nacks, probing a crashed member should cost health")
-				require.Equal(t, failedCut, m.HealthScore(), "one point per failed probe")
+				require.Equal(t, failedCut, m.Status().HealthScore, "one point per failed probe")
 			})
 		})
 	}
@@ -483,7 +483,7 @@ func TestAccuracyConfirmations(t *testing.T) {
 					}, 2*maxT)
 					require.True(t, ok, "%s never declared %s dead: %v", observer, suspect, s)
 					took := s.Now().Sub(from)
-					t.Logf("accusers %v: %s declared %s dead after %v (health %d)", accusers, observer, suspect, took, s.machine(observer).HealthScore())
+					t.Logf("accusers %v: %s declared %s dead after %v (health %d)", accusers, observer, suspect, took, s.machine(observer).Status().HealthScore)
 					// The observer, cut off, fails its own probes: its final
 					// check waits its ProbeTimeout scaled by that local health
 					// (Lifeguard §IV-A), up to AwarenessMaxMultiplier times.

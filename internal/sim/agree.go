@@ -11,7 +11,7 @@ type viewer interface {
 	LocalMember() swim.Member
 	NumMembers() int
 	Member(name string) (swim.Member, bool)
-	Version() uint64
+	Status() swim.Status
 }
 
 var _ viewer = (*swim.Machine)(nil)
@@ -65,7 +65,7 @@ func (c *Cluster) ViewsAgree() bool {
 	}
 	for _, i := range a.parts {
 		v := c.nodes[i].node.(viewer)
-		ver := v.Version()
+		ver := v.Status().Version
 		if a.version[i] == ver && a.set[i] == h && ver != 0 {
 			continue
 		}

@@ -58,7 +58,7 @@ func TestReplayChangesNothing(t *testing.T) {
 	snapshot := func() map[string][]swim.Member {
 		views := make(map[string][]swim.Member)
 		for _, o := range up {
-			views[o] = s.machine(o).Members()
+			views[o], _ = s.machine(o).Snapshot()
 		}
 		return views
 	}

@@ -199,7 +199,7 @@ func TestScenarioGracefulLeaveIsReportedAsLeft(t *testing.T) {
 	require.True(t, s.RunUntil(s.converged, time.Minute), "no convergence: %v", s)
 	leaver := "m7"
 	require.NoError(t, s.DoMachine(leaver, func(m *swim.Machine, now time.Time) { require.NoError(t, m.Leave(now)) }))
-	ok := s.RunUntil(func() bool { return s.machine(leaver).LeaveDone() }, 10*time.Second)
+	ok := s.RunUntil(func() bool { return s.machine(leaver).Status().LeaveDone }, 10*time.Second)
 	require.True(t, ok, "leave was never sent: %v", s)
 	require.NoError(t, s.Crash(leaver)) // the process exits after leaving
 	rest := without(s.names, leaver)

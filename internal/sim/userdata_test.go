@@ -172,7 +172,7 @@ func TestPartitionAlarm(t *testing.T) {
 	require.True(t, s.RunUntil(func() bool { return s.allSee(minor, major, swim.StateDead) }, 2*time.Minute))
 	for _, n := range minor {
 		require.Equal(t, 1, raised[n], "%s on the minority side", n)
-		require.True(t, s.machine(n).Partitioned())
+		require.True(t, s.machine(n).Status().Partitioned)
 	}
 	for _, n := range major {
 		require.Zero(t, raised[n], "%s on the majority side", n)
@@ -181,7 +181,7 @@ func TestPartitionAlarm(t *testing.T) {
 	require.True(t, s.RunUntil(s.converged, 3*time.Minute), "no convergence after the heal")
 	for _, n := range minor {
 		require.Equal(t, 1, healed[n], n)
-		require.False(t, s.machine(n).Partitioned())
+		require.False(t, s.machine(n).Status().Partitioned)
 	}
 
 	// More than half the cluster leaves gracefully, at once: no new alarm.
