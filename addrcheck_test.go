@@ -50,7 +50,7 @@ func addrCheckCases() []addrCheckCase {
 		if mb, _ := h.m.Member(mtPeer(1)); mb.Addr == addrCheckTarget {
 			return "moved"
 		}
-		return fmt.Sprintf("refused %d", h.m.Stats().MovesRefused)
+		return fmt.Sprintf("refused %d", h.m.Stats().Moves.Refused)
 	}
 	startLife := func(h *mt) {
 		h.joinLivePeers(1)
@@ -62,10 +62,10 @@ func addrCheckCases() []addrCheckCase {
 		switch {
 		case len(h.m.lives.pending) > 0:
 			return "pending"
-		case st.Restarts > 0:
-			return fmt.Sprintf("restarted %d", st.Restarts)
+		case st.Lives.Restarts > 0:
+			return fmt.Sprintf("restarted %d", st.Lives.Restarts)
 		}
-		return fmt.Sprintf("refused %d", st.LivesRefused)
+		return fmt.Sprintf("refused %d", st.Lives.Refused)
 	}
 	// The other life is later than this member's: an answer is a
 	// conflict this member does not yield.
@@ -80,7 +80,7 @@ func addrCheckCases() []addrCheckCase {
 				if len(h.m.conflictPings) > 0 {
 					return "pending"
 				}
-				return fmt.Sprintf("conflicts %d", h.m.Stats().NameConflicts)
+				return fmt.Sprintf("conflicts %d", h.m.Stats().Lives.NameConflicts)
 			},
 			answered: "conflicts 1", silent: "conflicts 0", refusals: 1,
 		},
@@ -101,7 +101,7 @@ func addrCheckCases() []addrCheckCase {
 				if _, ok := h.m.Member(mtPeer(9)); ok {
 					return "admitted"
 				}
-				return fmt.Sprintf("refused %d", h.m.Stats().NewcomersRefused)
+				return fmt.Sprintf("refused %d", h.m.Stats().Admission.NewcomersRefused)
 			},
 			answered: "admitted", silent: "refused 1", refusals: 1,
 		},
@@ -117,7 +117,7 @@ func addrCheckCases() []addrCheckCase {
 				case h.m.self.inc() > 5:
 					return "overtaken"
 				}
-				return fmt.Sprintf("conflicts %d", h.m.Stats().NameConflicts)
+				return fmt.Sprintf("conflicts %d", h.m.Stats().Lives.NameConflicts)
 			},
 			answered: "conflicts 1", silent: "overtaken", refusals: 1,
 		},

@@ -8,31 +8,31 @@ import (
 	"github.com/swim-go/swim/internal/wire"
 )
 
-// Admission: the application's say over who joins its view (Config.Admit
-// and Config.AdmitJoin), and a seed's refusal of a join, by its
+// Admission: the application's say over who joins its view (Config.Admission.Admit
+// and Config.Admission.Join), and a seed's refusal of a join, by its
 // application or by signed claims (joinerProven), which the joiner is
 // told the reason of.
 
-// admit asks Config.Admit about a member never seen before, as it
+// admit asks Config.Admission.Admit about a member never seen before, as it
 // announced itself; a refusal is counted and the member not added.
 func (m *Machine) admit(a *wire.Alive, addr netip.AddrPort) bool {
-	if m.cfg.Admit == nil {
+	if m.cfg.Admission.Admit == nil {
 		return true
 	}
 	mb := Member{Name: a.Name, Addr: addr, Meta: cloneBytes(a.Meta), State: StateAlive, Incarnation: a.Incarnation,
 		Versions: Versions(a.Versions.Effective())}
-	if err := m.cfg.Admit(mb); err != nil {
-		m.stats.AdmissionsRefused++
+	if err := m.cfg.Admission.Admit(mb); err != nil {
+		m.stats.Admission.Refused++
 		return false
 	}
 	return true
 }
 
-// admitsChange asks Config.Admit, with AdmitUpdates, about a's news of s,
+// admitsChange asks Config.Admission.Admit, with Admission.Updates, about a's news of s,
 // a member in the table, when it changes s (changed: a new address,
 // metadata, versions or life) or brings back a member a refusal took out.
 func (m *Machine) admitsChange(s *memberState, a *wire.Alive, addr netip.AddrPort, changed bool) bool {
-	if !m.cfg.AdmitUpdates || m.cfg.Admit == nil {
+	if !m.cfg.Admission.Updates || m.cfg.Admission.Admit == nil {
 		return true
 	}
 	if _, out := m.refusedChanges[s.id]; !changed && !out {
@@ -46,7 +46,7 @@ func (m *Machine) admitsChange(s *memberState, a *wire.Alive, addr netip.AddrPor
 }
 
 // refuseChange takes s out of this member's view after Admit refused news
-// of it (Config.AdmitUpdates): held dead here, with EventLeave, but not
+// of it (Config.Admission.Updates): held dead here, with EventLeave, but not
 // gossiped and left out of push-pulls (encodeState).
 func (m *Machine) refuseChange(now time.Time, s *memberState) {
 	m.refusedChanges[s.id] = struct{}{}
@@ -61,10 +61,10 @@ func (m *Machine) refuseChange(now time.Time, s *memberState) {
 	m.event(EventLeave, s)
 }
 
-// admitJoin asks Config.AdmitJoin about the whole view a join brings: the
+// admitJoin asks Config.Admission.Join about the whole view a join brings: the
 // seed's answer to this member's join, or a joiner's request.
 func (m *Machine) admitJoin(pp *wire.PushPullView) error {
-	if m.cfg.AdmitJoin == nil {
+	if m.cfg.Admission.Join == nil {
 		return nil
 	}
 	peers := make([]Member, 0, pp.Count)
@@ -77,8 +77,8 @@ func (m *Machine) admitJoin(pp *wire.PushPullView) error {
 		}
 		peers = append(peers, mb)
 	}
-	if err := m.cfg.AdmitJoin(peers); err != nil {
-		m.stats.JoinsRefused++
+	if err := m.cfg.Admission.Join(peers); err != nil {
+		m.stats.Admission.JoinsRefused++
 		return err
 	}
 	return nil
@@ -87,7 +87,7 @@ func (m *Machine) admitJoin(pp *wire.PushPullView) error {
 // ErrJoinRefused is matched (errors.Is) by the error of a join a seed
 // refused, which carries the seed's reason: a certificate that expired or
 // that no root it trusts signed, unsigned claims where it requires
-// signatures, or its application's AdmitJoin.
+// signatures, or its application's Admission.Join.
 var ErrJoinRefused = errors.New("swim: join refused")
 
 // refusal is a join refused by this member as a seed, with the reason the
@@ -158,7 +158,7 @@ func (m *Machine) conflictAnswered(addr netip.AddrPort) {
 	if len(m.conflictsReported) < m.cfg.MaxMembers {
 		m.conflictsReported[addr] = true
 	}
-	m.stats.NameConflicts++
+	m.stats.Lives.NameConflicts++
 	mb := m.export(m.self)
 	mb.Addr = addr
 	m.emitEvent(Event{Kind: EventConflict, Member: mb})

@@ -14,12 +14,12 @@ import (
 	"github.com/swim-go/swim/internal/wire"
 )
 
-// Config.Admit keeps a member out of the table, every time news of it
+// Config.Admission.Admit keeps a member out of the table, every time news of it
 // comes, and counts it; members it admits are unaffected.
 func TestAdmitRefusesMember(t *testing.T) {
 	cfg := mtConfig()
 	var asked []string
-	cfg.Admit = func(mb Member) error {
+	cfg.Admission.Admit = func(mb Member) error {
 		asked = append(asked, mb.Name)
 		if string(mb.Meta) != "v1" {
 			return errors.New("wrong version")
@@ -36,18 +36,18 @@ func TestAdmitRefusesMember(t *testing.T) {
 	require.False(t, ok)
 	_, ok = h.m.Member("good")
 	require.True(t, ok)
-	require.Equal(t, uint64(2), h.m.Stats().AdmissionsRefused)
+	require.Equal(t, uint64(2), h.m.Stats().Admission.Refused)
 	require.Equal(t, []string{"bad", "good", "bad"}, asked)
 	// A member already in the table is not asked again on its updates.
 	h.feed(mtPeerAddr(8), &wire.Alive{Name: "good", Addr: wire.EncodeAddr(mtPeerAddr(8)), Incarnation: 2, Meta: []byte("v1")})
 	require.Len(t, asked, 3)
 }
 
-// Config.AdmitJoin refuses a join whole: the seed's answer to this
+// Config.Admission.Join refuses a join whole: the seed's answer to this
 // member's join is not merged, and the join's outcome is the refusal.
 func TestAdmitJoinRefusesSeedView(t *testing.T) {
 	cfg := mtConfig()
-	cfg.AdmitJoin = func(peers []Member) error {
+	cfg.Admission.Join = func(peers []Member) error {
 		for _, p := range peers {
 			if strings.HasPrefix(p.Name, "other-cluster") {
 				return errors.New("a member of another cluster")
@@ -64,14 +64,14 @@ func TestAdmitJoinRefusesSeedView(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, h.m.HandleStreamResponse(h.now, ids[0], reply, nil), "another cluster")
 	require.Equal(t, 1, h.m.NumMembers(), "nothing merged")
-	require.Equal(t, uint64(1), h.m.Stats().JoinsRefused)
+	require.Equal(t, uint64(1), h.m.Stats().Admission.JoinsRefused)
 }
 
-// Over sockets: a seed whose AdmitJoin refuses the joiner makes the
+// Over sockets: a seed whose Admission.Join refuses the joiner makes the
 // joiner's Join fail; Admit keeps a member with the wrong metadata out.
 func TestAdmissionOverSockets(t *testing.T) {
 	seedCfg := testConfig("seed")
-	seedCfg.AdmitJoin = func(peers []Member) error {
+	seedCfg.Admission.Join = func(peers []Member) error {
 		for _, p := range peers {
 			if p.Name == "intruder" {
 				return errors.New("not on the list")
@@ -79,7 +79,7 @@ func TestAdmissionOverSockets(t *testing.T) {
 		}
 		return nil
 	}
-	seedCfg.Admit = func(mb Member) error {
+	seedCfg.Admission.Admit = func(mb Member) error {
 		if string(mb.Meta) == "old" {
 			return errors.New("too old")
 		}
@@ -98,7 +98,7 @@ func TestAdmissionOverSockets(t *testing.T) {
 	_, _ = old.Join(ctx, seed.LocalMember().Addr.String())
 	// The seed checks the joiner's address before it asks Admit
 	// (newcomers.go): the refusal comes a round trip after the join.
-	require.Eventually(t, func() bool { return seed.Stats().AdmissionsRefused > 0 }, formTimeout, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return seed.Stats().Admission.Refused > 0 }, formTimeout, 10*time.Millisecond)
 	_, ok := seed.Member("old-member")
 	require.False(t, ok)
 	require.Equal(t, 1, seed.NumMembers())
@@ -137,7 +137,7 @@ func TestNameConflictSettled(t *testing.T) {
 	_, err = second.Join(ctx, seed.LocalMember().Addr.String())
 	require.ErrorIs(t, err, ErrNameConflict)
 	require.Equal(t, StateLeft, second.LocalMember().State)
-	require.Equal(t, uint64(1), second.Stats().NamesYielded)
+	require.Equal(t, uint64(1), second.Stats().Lives.NamesYielded)
 	require.Eventually(t, func() bool {
 		for _, e := range first.log.about("dup") {
 			if e.Kind == EventConflict && e.Member.Addr == second.LocalMember().Addr {
@@ -146,8 +146,8 @@ func TestNameConflictSettled(t *testing.T) {
 		}
 		return false
 	}, formTimeout, pollEvery, "the first was not told of the second")
-	require.Equal(t, uint64(1), first.Stats().NameConflicts)
-	require.Zero(t, first.Stats().NamesYielded)
+	require.Equal(t, uint64(1), first.Stats().Lives.NameConflicts)
+	require.Zero(t, first.Stats().Lives.NamesYielded)
 
 	require.NoError(t, seed.SendBestEffort("dup", []byte("still yours")))
 	require.Eventually(t, func() bool { return box.has(MessageBestEffort, "seed", "still yours") }, formTimeout, pollEvery)
@@ -177,7 +177,7 @@ func TestPreviousLifeIsNoConflict(t *testing.T) {
 	require.Equal(t, mtSelf, pings[0].Target)
 	h.tick(h.now.Add(cfg.ProbeInterval))
 	require.Empty(t, h.ready().Events)
-	require.Zero(t, h.m.Stats().NameConflicts)
+	require.Zero(t, h.m.Stats().Lives.NameConflicts)
 	require.Greater(t, h.m.LocalMember().Incarnation, uint64(5), "refuted")
 
 	// The same news again while the check ran: no second ping; a live

@@ -102,14 +102,14 @@ type Config struct {
 	// most StreamTimeout), or it is closed and counted
 	// (StreamsTimedOut): a connection that sends nothing holds a stream
 	// slot that long, not StreamTimeout. The margin leaves room for a TLS
-	// handshake (StreamTLS), which comes before those bytes.
+	// handshake (Security.StreamTLS), which comes before those bytes.
 	StreamTimeout time.Duration
 	// PacketBudget is the most bytes of one UDP packet, deltas included.
 	// Default 1400, under a typical 1500-byte MTU.
 	PacketBudget int
-	// BroadcastQueueLimit bounds the pending deltas; past it the deltas
+	// DeltaQueueLimit bounds the pending deltas; past it the deltas
 	// sent most often are dropped (and counted). Default 4096.
-	BroadcastQueueLimit int
+	DeltaQueueLimit int
 	// AlignedProbing numbers probe rounds from the clock and has every
 	// member probe the member r places after it on a shared ring in round r,
 	// so that (while views agree) every member is probed exactly once per
@@ -215,55 +215,12 @@ type Config struct {
 	// 255 bytes. Default "": no label (and no label accepted).
 	Label string
 
-	// Admit, if set, is asked about each member never seen before, as it
-	// announced itself (name, address, metadata, versions), before it
-	// enters this member's table: an error refuses it, counted
-	// (Stats.AdmissionsRefused), and news of it is refused again each
-	// time it comes. Use it to keep out members of a wrong version or with
-	// wrong metadata (memberlist's AliveDelegate). It runs inside the
-	// protocol, with the member's state locked: it must be quick, must not
-	// block and must not call Memberlist methods.
-	Admit func(Member) error
-	// AdmitJoin, if set, is asked about the whole view a join brings
-	// before it is merged: the seed's answer to this member's Join, and a
-	// joiner's request to this member (memberlist's MergeDelegate). An
-	// error refuses the join, counted (Stats.JoinsRefused): on the
-	// joining side Join fails for that seed, on the seed's side the
-	// joiner's does. The same rules as Admit apply.
-	AdmitJoin func(peers []Member) error
-	// OnNameConflict, if set, decides which of two live processes under
-	// this member's name keeps it: called in this process, with this
-	// member and the other process (its address and life), when the other
-	// answered a ping in the name. Return true to yield: this process
-	// leaves, and a Join in progress returns ErrNameConflict. Both
-	// processes must decide alike (the same function of the two Members,
-	// for example a version in their metadata), or both keep the name
-	// (each member then holds the one it had) or both leave. Default: the
-	// later started process yields (docs/lives.md). The same rules as
-	// Admit apply.
-	OnNameConflict func(self, other Member) bool
-	// AdmitUpdates has Admit also asked about news that changes a member
-	// already in the table: a new address, metadata or versions, a new
-	// life (a restart), and the return of a member a refusal took out. A
-	// refusal takes the member out of this member's view as a refusal at
-	// first sight keeps it out: EventLeave with StateDead, here only (it
-	// is neither gossiped nor sent in push-pulls, so that one member's
-	// policy never becomes another's suspicion), and its later news is
-	// asked about again. Default false: Admit sees each member once.
-	AdmitUpdates bool
+	// Admission holds the application's say over who joins and who keeps
+	// a name.
+	Admission AdmissionConfig
 
-	// PartitionShare, if above 0, raises EventPartitioned when the live
-	// members this one sees fall below this share of the most it saw
-	// within PartitionWindow, and EventPartitionHealed when they are back
-	// to that share of the count before the fall (Apache Geode's
-	// quorum-loss check). 0.5 suits a service that must stop serving on
-	// the minority side of a partition. Graceful leaves do not count as
-	// losses. Default 0: off.
-	PartitionShare float64
-	// PartitionWindow is how quickly the fall must happen to raise the
-	// alarm: a cluster shrinking more slowly raises nothing. Default 30 s,
-	// a few suspicion timeouts.
-	PartitionWindow time.Duration
+	// Partition configures the partition alarm (EventPartitioned).
+	Partition PartitionConfig
 	// SelfEvents adds events about this member itself: EventSuspect when
 	// another member suspected it, EventLeave (State StateDead) when one
 	// declared it dead, each with the incarnation of the claim and
@@ -276,33 +233,9 @@ type Config struct {
 	// MiB, or MaxStreamBytes less 1 KiB if that is smaller; more than
 	// that is refused by Validate.
 	MaxMessageSize int
-	// UserBroadcastLimit and UserBroadcastBytes bound the queue of
-	// applications' broadcasts waiting to be sent or relayed, in count and
-	// in bytes; past either, those sent most often are dropped, counted
-	// (UserBroadcastsDropped), and their origin's Broadcast learns it
-	// (ErrBroadcastDropped). Defaults 1024 and 1 MiB.
-	UserBroadcastLimit int
-	UserBroadcastBytes int
-	// BroadcastTree sends the applications' broadcasts along epidemic
-	// broadcast trees (tree.go) to the members whose release has them
-	// (wire.ProtocolTree), each broadcast received about once per member
-	// instead of gossiped about RetransmitMult·log N times; members of
-	// older releases still get them by gossip. False: gossip to every
-	// member, and this member announces the protocol before trees, so
-	// that its peers gossip to it too. Default true in every profile.
-	BroadcastTree bool
-	// TreeFlushInterval is how long broadcasts wait on a tree link to be
-	// sent together in one packet: each hop adds up to this much delay.
-	// 0 means 5 ms.
-	TreeFlushInterval time.Duration
-	// TreeGraftTimeout is how long a member announced a broadcast waits
-	// for it before asking (grafting) the announcer: longer than a
-	// broadcast takes along the tree, or members graft for nothing. 0
-	// means half of ProbeTimeout, at least 100 ms.
-	TreeGraftTimeout time.Duration
-	// BroadcastRetainBytes bounds the broadcasts a member keeps, for 30 s
-	// at most, to answer grafts. 0 means 8 MiB.
-	BroadcastRetainBytes int
+	// Broadcasts configures the applications' broadcasts (Broadcast):
+	// their queue, and the epidemic broadcast trees they travel on.
+	Broadcasts BroadcastConfig
 	// Pings, if set, attaches the application's payload to this member's
 	// acks and hands it the payloads peers attach to theirs, with each
 	// round trip (memberlist's PingDelegate; network coordinates).
@@ -321,27 +254,9 @@ type Config struct {
 	// makes room for it.
 	MaxStateSize int
 
-	// Identity is this member's Ed25519 private key, with which it signs
-	// its own claims (its alive, its leave, its refutations) and its
-	// accusations, once Signatures is on (signatures.go). Memberlist
-	// generates one per process when it is nil; the agent can load one
-	// from a file (-identity), so that the name keeps its key across
-	// restarts. A Machine with Signatures on needs one.
-	Identity ed25519.PrivateKey
-	// Signatures says whether claims are signed; see SignatureMode. The
-	// zero value, SignaturesOff, signs and checks nothing.
-	Signatures SignatureMode
-	// TrustedRoots, if set, are the public keys of the cluster's
-	// authorities: with Signatures on, a name is held only under a key a
-	// certificate of one of them binds it to (certificate.New), and this
-	// member needs one of its own (Certificate). Empty: a name is bound to
-	// the first key it is seen with (trust on first use).
-	TrustedRoots []ed25519.PublicKey
-	// Certificate is this member's certificate from one of TrustedRoots,
-	// for its Name and the public key of Identity; carried in its alive
-	// claims. Required when TrustedRoots is set and Signatures is on; New
-	// refuses one that has expired or that no trusted root signed.
-	Certificate []byte
+	// Claims configures signed claims (docs/security.md): this member's
+	// identity, whether claims are signed, and the cluster's authorities.
+	Claims ClaimsConfig
 	// The fields above are what the protocol reads: a Machine driven by
 	// any driver uses them (some the runtime reads too). The fields below
 	// are the runtime's alone: Memberlist reads them, and a Machine
@@ -397,32 +312,9 @@ type Config struct {
 	// its share counts as StreamsRefused. Default 4.
 	MaxStreamsPerSource int
 
-	// Keys is the keyring: AES keys of 16, 24 or 32 bytes (AES-128, -192,
-	// -256). With a key, every packet and stream is sealed with AES-GCM
-	// under the first key (the primary), and anything that no installed key
-	// opens, plaintext included, is dropped and counted. Later keys are
-	// accepted, not used: install a new key everywhere, make it primary
-	// everywhere, then remove the old one (Memberlist.InstallKey, UseKey,
-	// RemoveKey), and no member ever sees a packet it cannot open. Empty:
-	// no encryption.
-	Keys [][]byte
-	// Plaintext eases a running cluster into encryption one member at a
-	// time; see PlaintextMode. The zero value, PlaintextRefuse, is the only
-	// safe setting once every member holds the key: leave it there.
-	Plaintext PlaintextMode
-	// AllowedCIDRs, if not empty, lists the networks packets and streams
-	// may come from; traffic from any other source address is dropped and
-	// counted before it is decoded. Empty allows every source.
-	AllowedCIDRs []netip.Prefix
-	// StreamTLS, if set, runs every stream over TLS with this
-	// configuration, as server (inbound) and client (outbound): set
-	// Certificates (Validate refuses a configuration with no way to get a
-	// certificate, since every member also serves), and RootCAs/ClientCAs
-	// with ClientAuth for mutual authentication, as for any TLS service.
-	// Dialled streams verify the peer's certificate against ServerName
-	// when it is set, else against the peer's IP address. Packets are not
-	// affected: use Keys for them.
-	StreamTLS *tls.Config
+	// Security configures encryption and who may connect: the keyring,
+	// plaintext during a rollout, allowed networks and TLS for streams.
+	Security SecurityConfig
 
 	// Events receives membership events on a goroutine of its own, in order.
 	// Nil discards them.
@@ -457,6 +349,158 @@ type Config struct {
 	Logger *zap.Logger
 }
 
+// BroadcastConfig configures the applications' broadcasts: the queue
+// of those waiting to be sent or relayed, and the epidemic broadcast
+// trees (Plumtree) they travel on. Part of Config.
+type BroadcastConfig struct {
+	// Trees sends the applications' broadcasts along epidemic
+	// broadcast trees (tree.go) to the members whose release has them
+	// (wire.ProtocolTree), each broadcast received about once per member
+	// instead of gossiped about RetransmitMult·log N times; members of
+	// older releases still get them by gossip. False: gossip to every
+	// member, and this member announces the protocol before trees, so
+	// that its peers gossip to it too. Default true in every profile.
+	Trees bool
+	// FlushInterval is how long broadcasts wait on a tree link to be
+	// sent together in one packet: each hop adds up to this much delay.
+	// 0 means 5 ms.
+	FlushInterval time.Duration
+	// GraftTimeout is how long a member announced a broadcast waits
+	// for it before asking (grafting) the announcer: longer than a
+	// broadcast takes along the tree, or members graft for nothing. 0
+	// means half of ProbeTimeout, at least 100 ms.
+	GraftTimeout time.Duration
+	// RetainBytes bounds the broadcasts a member keeps, for 30 s
+	// at most, to answer grafts. 0 means 8 MiB.
+	RetainBytes int
+	// QueueLimit and QueueBytes bound the queue of
+	// applications' broadcasts waiting to be sent or relayed, in count and
+	// in bytes; past either, those sent most often are dropped, counted
+	// (Dropped), and their origin's Broadcast learns it
+	// (ErrBroadcastDropped). Defaults 1024 and 1 MiB.
+	QueueLimit int
+	QueueBytes int
+}
+
+// ClaimsConfig configures signed claims: each member signs what only it
+// may say about itself, and its accusations (docs/security.md). Part of
+// Config.
+type ClaimsConfig struct {
+	// Identity is this member's Ed25519 private key, with which it signs
+	// its own claims (its alive, its leave, its refutations) and its
+	// accusations, once Signatures is on (signatures.go). Memberlist
+	// generates one per process when it is nil; the agent can load one
+	// from a file (-identity), so that the name keeps its key across
+	// restarts. A Machine with Claims.Signatures on needs one.
+	Identity ed25519.PrivateKey
+	// Signatures says whether claims are signed; see SignatureMode. The
+	// zero value, SignaturesOff, signs and checks nothing.
+	Signatures SignatureMode
+	// Claims.TrustedRoots, if set, are the public keys of the cluster's
+	// authorities: with Claims.Signatures on, a name is held only under a key a
+	// certificate of one of them binds it to (certificate.New), and this
+	// member needs one of its own (Certificate). Empty: a name is bound to
+	// the first key it is seen with (trust on first use).
+	TrustedRoots []ed25519.PublicKey
+	// Certificate is this member's certificate from one of Claims.TrustedRoots,
+	// for its Name and the public key of Identity; carried in its alive
+	// claims. Required when Claims.TrustedRoots is set and Signatures is on; New
+	// refuses one that has expired or that no trusted root signed.
+	Certificate []byte
+}
+
+// AdmissionConfig holds the application's hooks into admission: which
+// members enter the table, which joins are merged, which changes are
+// taken, and which of two processes keeps a name. Part of Config.
+type AdmissionConfig struct {
+	// Admit, if set, is asked about each member never seen before, as it
+	// announced itself (name, address, metadata, versions), before it
+	// enters this member's table: an error refuses it, counted
+	// (Stats.Admission.Refused), and news of it is refused again each
+	// time it comes. Use it to keep out members of a wrong version or with
+	// wrong metadata (memberlist's AliveDelegate). It runs inside the
+	// protocol, with the member's state locked: it must be quick, must not
+	// block and must not call Memberlist methods.
+	Admit func(Member) error
+	// Join, if set, is asked about the whole view a join brings
+	// before it is merged: the seed's answer to this member's Join, and a
+	// joiner's request to this member (memberlist's MergeDelegate). An
+	// error refuses the join, counted (Stats.Admission.JoinsRefused): on the
+	// joining side Join fails for that seed, on the seed's side the
+	// joiner's does. The same rules as Admit apply.
+	Join func(peers []Member) error
+	// Updates has Admit also asked about news that changes a member
+	// already in the table: a new address, metadata or versions, a new
+	// life (a restart), and the return of a member a refusal took out. A
+	// refusal takes the member out of this member's view as a refusal at
+	// first sight keeps it out: EventLeave with StateDead, here only (it
+	// is neither gossiped nor sent in push-pulls, so that one member's
+	// policy never becomes another's suspicion), and its later news is
+	// asked about again. Default false: Admit sees each member once.
+	Updates bool
+	// NameConflict, if set, decides which of two live processes under
+	// this member's name keeps it: called in this process, with this
+	// member and the other process (its address and life), when the other
+	// answered a ping in the name. Return true to yield: this process
+	// leaves, and a Join in progress returns ErrNameConflict. Both
+	// processes must decide alike (the same function of the two Members,
+	// for example a version in their metadata), or both keep the name
+	// (each member then holds the one it had) or both leave. Default: the
+	// later started process yields (docs/lives.md). The same rules as
+	// Admit apply.
+	NameConflict func(self, other Member) bool
+}
+
+// PartitionConfig configures the partition alarm: EventPartitioned when
+// the live members fall fast below a share of the most seen (Apache
+// Geode's quorum-loss check). Part of Config.
+type PartitionConfig struct {
+	// Share, if above 0, raises EventPartitioned when the live
+	// members this one sees fall below this share of the most it saw
+	// within Window, and EventPartitionHealed when they are back
+	// to that share of the count before the fall (Apache Geode's
+	// quorum-loss check). 0.5 suits a service that must stop serving on
+	// the minority side of a partition. Graceful leaves do not count as
+	// losses. Default 0: off.
+	Share float64
+	// Window is how quickly the fall must happen to raise the
+	// alarm: a cluster shrinking more slowly raises nothing. Default 30 s,
+	// a few suspicion timeouts.
+	Window time.Duration
+}
+
+// SecurityConfig configures what Memberlist seals and whom it lets in:
+// the keyring of AES-GCM keys, plaintext during a rollout, the networks
+// allowed to connect, and TLS for streams. Part of Config.
+type SecurityConfig struct {
+	// Keys is the keyring: AES keys of 16, 24 or 32 bytes (AES-128, -192,
+	// -256). With a key, every packet and stream is sealed with AES-GCM
+	// under the first key (the primary), and anything that no installed key
+	// opens, plaintext included, is dropped and counted. Later keys are
+	// accepted, not used: install a new key everywhere, make it primary
+	// everywhere, then remove the old one (Memberlist.InstallKey, UseKey,
+	// RemoveKey), and no member ever sees a packet it cannot open. Empty:
+	// no encryption.
+	Keys [][]byte
+	// Plaintext eases a running cluster into encryption one member at a
+	// time; see PlaintextMode. The zero value, PlaintextRefuse, is the only
+	// safe setting once every member holds the key: leave it there.
+	Plaintext PlaintextMode
+	// Security.AllowedCIDRs, if not empty, lists the networks packets and streams
+	// may come from; traffic from any other source address is dropped and
+	// counted before it is decoded. Empty allows every source.
+	AllowedCIDRs []netip.Prefix
+	// Security.StreamTLS, if set, runs every stream over TLS with this
+	// configuration, as server (inbound) and client (outbound): set
+	// Certificates (Validate refuses a configuration with no way to get a
+	// certificate, since every member also serves), and RootCAs/ClientCAs
+	// with ClientAuth for mutual authentication, as for any TLS service.
+	// Dialled streams verify the peer's certificate against ServerName
+	// when it is set, else against the peer's IP address. Packets are not
+	// affected: use Keys for them.
+	StreamTLS *tls.Config
+}
+
 // DefaultLANConfig returns settings for members on one local network
 // (RTT well under 1ms, rare loss).
 func DefaultLANConfig() *Config {
@@ -480,14 +524,12 @@ func DefaultLANConfig() *Config {
 		ReconnectTimeout:        6 * time.Hour,
 		StreamTimeout:           10 * time.Second,
 		PacketBudget:            1400,
-		BroadcastQueueLimit:     4096,
+		DeltaQueueLimit:         4096,
 		MaxConcurrentStreams:    32,
 		EventBuffer:             1024,
 		MessageBuffer:           1024,
-		PartitionWindow:         30 * time.Second,
-		UserBroadcastLimit:      1024,
-		UserBroadcastBytes:      1 << 20,
-		BroadcastTree:           true,
+		Partition:               PartitionConfig{Window: 30 * time.Second},
+		Broadcasts:              BroadcastConfig{QueueLimit: 1024, QueueBytes: 1 << 20, Trees: true},
 		MaxMembers:              16384,
 		MaxStreamsPerSource:     4,
 		AlignedProbing:          true,
@@ -627,8 +669,8 @@ func (c *Config) Validate() error {
 		return bad("StreamTimeout", "must be positive")
 	case c.PacketBudget < 512 || c.PacketBudget > wire.MaxPacketSize:
 		return bad("PacketBudget", fmt.Sprintf("must be 512..%d, is %d", wire.MaxPacketSize, c.PacketBudget))
-	case c.BroadcastQueueLimit < 1:
-		return bad("BroadcastQueueLimit", "must be at least 1")
+	case c.DeltaQueueLimit < 1:
+		return bad("DeltaQueueLimit", "must be at least 1")
 	case c.MaxConcurrentStreams < 1:
 		return bad("MaxConcurrentStreams", "must be at least 1")
 	case c.EventBuffer < 1:
@@ -640,14 +682,14 @@ func (c *Config) Validate() error {
 	case c.MessageBufferBytes > 0 && c.MessageBufferBytes < c.maxMessageSize():
 		return bad("MessageBufferBytes", fmt.Sprintf("is %d, under MaxMessageSize %d: a message of the allowed size would never fit",
 			c.MessageBufferBytes, c.maxMessageSize()))
-	case !(c.PartitionShare >= 0 && c.PartitionShare < 1):
-		return bad("PartitionShare", "must be in [0, 1)")
-	case c.PartitionShare > 0 && c.PartitionWindow <= 0:
-		return bad("PartitionWindow", "must be positive when PartitionShare is set")
-	case c.UserBroadcastLimit < 1:
-		return bad("UserBroadcastLimit", "must be at least 1")
-	case c.UserBroadcastBytes < c.PacketBudget:
-		return bad("UserBroadcastBytes", fmt.Sprintf("must hold at least one packet (PacketBudget %d)", c.PacketBudget))
+	case !(c.Partition.Share >= 0 && c.Partition.Share < 1):
+		return bad("Partition.Share", "must be in [0, 1)")
+	case c.Partition.Share > 0 && c.Partition.Window <= 0:
+		return bad("Partition.Window", "must be positive when Partition.Share is set")
+	case c.Broadcasts.QueueLimit < 1:
+		return bad("Broadcasts.QueueLimit", "must be at least 1")
+	case c.Broadcasts.QueueBytes < c.PacketBudget:
+		return bad("Broadcasts.QueueBytes", fmt.Sprintf("must hold at least one packet (PacketBudget %d)", c.PacketBudget))
 	case c.MaxMessageSize < 0:
 		return bad("MaxMessageSize", "must not be negative")
 	case c.MaxStateSize < 0:
@@ -667,27 +709,27 @@ func (c *Config) Validate() error {
 		return bad("MaxStreamsPerSource", "must be at least 1")
 	case len(c.Label) > wire.MaxLabelLen:
 		return bad("Label", fmt.Sprintf("is %d bytes, over %d", len(c.Label), wire.MaxLabelLen))
-	case c.Plaintext > PlaintextSend:
-		return bad("Plaintext", fmt.Sprintf("%d is not a PlaintextMode", c.Plaintext))
-	case c.Plaintext != PlaintextRefuse && len(c.Keys) == 0:
-		return bad("Plaintext", fmt.Sprintf("is %s without Keys: there is nothing to migrate to", c.Plaintext))
+	case c.Security.Plaintext > PlaintextSend:
+		return bad("Security.Plaintext", fmt.Sprintf("%d is not a PlaintextMode", c.Security.Plaintext))
+	case c.Security.Plaintext != PlaintextRefuse && len(c.Security.Keys) == 0:
+		return bad("Security.Plaintext", fmt.Sprintf("is %s without Security.Keys: there is nothing to migrate to", c.Security.Plaintext))
 	}
 	if err := c.validateSignatures(); err != nil {
 		return err
 	}
-	for i, k := range c.Keys {
+	for i, k := range c.Security.Keys {
 		if err := checkKey(k); err != nil {
-			return bad(fmt.Sprintf("Keys[%d]", i), err.Error())
+			return bad(fmt.Sprintf("Security.Keys[%d]", i), err.Error())
 		}
 	}
-	for i, p := range c.AllowedCIDRs {
+	for i, p := range c.Security.AllowedCIDRs {
 		if !p.IsValid() {
-			return bad(fmt.Sprintf("AllowedCIDRs[%d]", i), "is not a valid prefix")
+			return bad(fmt.Sprintf("Security.AllowedCIDRs[%d]", i), "is not a valid prefix")
 		}
 	}
-	if t := c.StreamTLS; t != nil && len(t.Certificates) == 0 && t.GetCertificate == nil && t.GetConfigForClient == nil {
+	if t := c.Security.StreamTLS; t != nil && len(t.Certificates) == 0 && t.GetCertificate == nil && t.GetConfigForClient == nil {
 		// Every member answers streams as well as dialling them.
-		return bad("StreamTLS", "has no certificate to serve streams with (Certificates, GetCertificate or GetConfigForClient)")
+		return bad("Security.StreamTLS", "has no certificate to serve streams with (Certificates, GetCertificate or GetConfigForClient)")
 	}
 	if c.BindAddr != "" {
 		if _, err := netip.ParseAddr(c.BindAddr); err != nil {
@@ -809,7 +851,7 @@ func (c *Config) versions() wire.Versions {
 		ProtocolMin: wire.ProtocolMin, ProtocolMax: wire.ProtocolMax,
 		AppMin: c.AppVersionMin, AppMax: c.AppVersionMax,
 	}
-	if !c.BroadcastTree {
+	if !c.Broadcasts.Trees {
 		// Announce first, use after: without trees, peers must gossip
 		// broadcasts to this member.
 		v.ProtocolMax = wire.ProtocolTree - 1
@@ -818,22 +860,22 @@ func (c *Config) versions() wire.Versions {
 }
 
 func (c *Config) treeFlushInterval() time.Duration {
-	if c.TreeFlushInterval > 0 {
-		return c.TreeFlushInterval
+	if c.Broadcasts.FlushInterval > 0 {
+		return c.Broadcasts.FlushInterval
 	}
 	return 5 * time.Millisecond
 }
 
 func (c *Config) treeGraftTimeout() time.Duration {
-	if c.TreeGraftTimeout > 0 {
-		return c.TreeGraftTimeout
+	if c.Broadcasts.GraftTimeout > 0 {
+		return c.Broadcasts.GraftTimeout
 	}
 	return max(c.ProbeTimeout/2, 100*time.Millisecond)
 }
 
 func (c *Config) broadcastRetainBytes() int {
-	if c.BroadcastRetainBytes > 0 {
-		return c.BroadcastRetainBytes
+	if c.Broadcasts.RetainBytes > 0 {
+		return c.Broadcasts.RetainBytes
 	}
 	return 8 << 20
 }
@@ -842,20 +884,20 @@ func (c *Config) broadcastRetainBytes() int {
 func (c *Config) validateSignatures() error {
 	bad := func(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
 	switch {
-	case c.Signatures > SignaturesRequired:
-		return bad("Signatures", fmt.Sprintf("%d is not a SignatureMode", c.Signatures))
-	case len(c.Identity) != 0 && len(c.Identity) != ed25519.PrivateKeySize:
-		return bad("Identity", fmt.Sprintf("is %d bytes, want an Ed25519 private key (%d)", len(c.Identity), ed25519.PrivateKeySize))
-	case len(c.Certificate) > wire.MaxCertLen:
-		return bad("Certificate", fmt.Sprintf("is %d bytes, over %d", len(c.Certificate), wire.MaxCertLen))
+	case c.Claims.Signatures > SignaturesRequired:
+		return bad("Claims.Signatures", fmt.Sprintf("%d is not a SignatureMode", c.Claims.Signatures))
+	case len(c.Claims.Identity) != 0 && len(c.Claims.Identity) != ed25519.PrivateKeySize:
+		return bad("Claims.Identity", fmt.Sprintf("is %d bytes, want an Ed25519 private key (%d)", len(c.Claims.Identity), ed25519.PrivateKeySize))
+	case len(c.Claims.Certificate) > wire.MaxCertLen:
+		return bad("Claims.Certificate", fmt.Sprintf("is %d bytes, over %d", len(c.Claims.Certificate), wire.MaxCertLen))
 	}
-	for i, r := range c.TrustedRoots {
+	for i, r := range c.Claims.TrustedRoots {
 		if len(r) != ed25519.PublicKeySize {
-			return bad(fmt.Sprintf("TrustedRoots[%d]", i), fmt.Sprintf("is %d bytes, want an Ed25519 public key (%d)", len(r), ed25519.PublicKeySize))
+			return bad(fmt.Sprintf("Claims.TrustedRoots[%d]", i), fmt.Sprintf("is %d bytes, want an Ed25519 public key (%d)", len(r), ed25519.PublicKeySize))
 		}
 	}
-	if len(c.Certificate) > 0 && len(c.TrustedRoots) == 0 {
-		return bad("Certificate", "is set without TrustedRoots to check it against")
+	if len(c.Claims.Certificate) > 0 && len(c.Claims.TrustedRoots) == 0 {
+		return bad("Claims.Certificate", "is set without Claims.TrustedRoots to check it against")
 	}
 	return nil
 }

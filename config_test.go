@@ -75,23 +75,26 @@ func TestConfigValidateRejects(t *testing.T) {
 		{"PacketBudget too small", "PacketBudget", func(c *Config) { c.PacketBudget = 511 }},
 		{"zero PacketBudget", "PacketBudget", func(c *Config) { c.PacketBudget = 0 }},
 		{"PacketBudget over a UDP packet", "PacketBudget", func(c *Config) { c.PacketBudget = wire.MaxPacketSize + 1 }},
-		{"zero BroadcastQueueLimit", "BroadcastQueueLimit", func(c *Config) { c.BroadcastQueueLimit = 0 }},
+		{"zero DeltaQueueLimit", "DeltaQueueLimit", func(c *Config) { c.DeltaQueueLimit = 0 }},
 		{"zero MaxConcurrentStreams", "MaxConcurrentStreams", func(c *Config) { c.MaxConcurrentStreams = 0 }},
 		{"zero EventBuffer", "EventBuffer", func(c *Config) { c.EventBuffer = 0 }},
 		{"negative PauseTolerance", "PauseTolerance", func(c *Config) { c.PauseTolerance = -time.Second }},
 		{"PauseTolerance under ProbeInterval", "PauseTolerance", func(c *Config) { c.PauseTolerance = c.ProbeInterval / 2 }},
 		{"zero AwarenessMaxMultiplier", "AwarenessMaxMultiplier", func(c *Config) { c.AwarenessMaxMultiplier = 0 }},
 		{"Label too long", "Label", func(c *Config) { c.Label = strings.Repeat("l", wire.MaxLabelLen+1) }},
-		{"Plaintext out of range", "Plaintext", func(c *Config) { c.Keys = [][]byte{make([]byte, 16)}; c.Plaintext = PlaintextSend + 1 }},
-		{"PlaintextAccept without Keys", "Plaintext", func(c *Config) { c.Plaintext = PlaintextAccept }},
-		{"PlaintextSend without Keys", "Plaintext", func(c *Config) { c.Plaintext = PlaintextSend }},
-		{"key of 15 bytes", "Keys[0]", func(c *Config) { c.Keys = [][]byte{make([]byte, 15)} }},
-		{"empty key", "Keys[0]", func(c *Config) { c.Keys = [][]byte{{}} }},
-		{"second key of 33 bytes", "Keys[1]", func(c *Config) { c.Keys = [][]byte{make([]byte, 32), make([]byte, 33)} }},
-		{"invalid AllowedCIDRs prefix", "AllowedCIDRs[1]", func(c *Config) {
-			c.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), {}}
+		{"Plaintext out of range", "Security.Plaintext", func(c *Config) {
+			c.Security.Keys = [][]byte{make([]byte, 16)}
+			c.Security.Plaintext = PlaintextSend + 1
 		}},
-		{"StreamTLS without a certificate", "StreamTLS", func(c *Config) { c.StreamTLS = &tls.Config{MinVersion: tls.VersionTLS13} }},
+		{"PlaintextAccept without Security.Keys", "Security.Plaintext", func(c *Config) { c.Security.Plaintext = PlaintextAccept }},
+		{"PlaintextSend without Security.Keys", "Security.Plaintext", func(c *Config) { c.Security.Plaintext = PlaintextSend }},
+		{"key of 15 bytes", "Security.Keys[0]", func(c *Config) { c.Security.Keys = [][]byte{make([]byte, 15)} }},
+		{"empty key", "Security.Keys[0]", func(c *Config) { c.Security.Keys = [][]byte{{}} }},
+		{"second key of 33 bytes", "Security.Keys[1]", func(c *Config) { c.Security.Keys = [][]byte{make([]byte, 32), make([]byte, 33)} }},
+		{"invalid Security.AllowedCIDRs prefix", "Security.AllowedCIDRs[1]", func(c *Config) {
+			c.Security.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), {}}
+		}},
+		{"Security.StreamTLS without a certificate", "Security.StreamTLS", func(c *Config) { c.Security.StreamTLS = &tls.Config{MinVersion: tls.VersionTLS13} }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,16 +138,16 @@ func TestConfigValidateAcceptsEdges(t *testing.T) {
 		{"PauseTolerance at ProbeInterval", func(c *Config) { c.PauseTolerance = c.ProbeInterval }},
 		{"AwarenessMaxMultiplier 1", func(c *Config) { c.AwarenessMaxMultiplier = 1 }},
 		{"Label at MaxLabelLen", func(c *Config) { c.Label = strings.Repeat("l", wire.MaxLabelLen) }},
-		{"AES-128, -192 and -256 keys", func(c *Config) { c.Keys = [][]byte{make([]byte, 16), make([]byte, 24), make([]byte, 32)} }},
-		{"PlaintextSend with a key", func(c *Config) { c.Keys = [][]byte{make([]byte, 16)}; c.Plaintext = PlaintextSend }},
-		{"PlaintextAccept with a key", func(c *Config) { c.Keys = [][]byte{make([]byte, 16)}; c.Plaintext = PlaintextAccept }},
-		{"AllowedCIDRs of both families", func(c *Config) {
-			c.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+		{"AES-128, -192 and -256 keys", func(c *Config) { c.Security.Keys = [][]byte{make([]byte, 16), make([]byte, 24), make([]byte, 32)} }},
+		{"PlaintextSend with a key", func(c *Config) { c.Security.Keys = [][]byte{make([]byte, 16)}; c.Security.Plaintext = PlaintextSend }},
+		{"PlaintextAccept with a key", func(c *Config) { c.Security.Keys = [][]byte{make([]byte, 16)}; c.Security.Plaintext = PlaintextAccept }},
+		{"Security.AllowedCIDRs of both families", func(c *Config) {
+			c.Security.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
 		}},
-		{"StreamTLS with GetCertificate", func(c *Config) {
-			c.StreamTLS = &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }}
+		{"Security.StreamTLS with GetCertificate", func(c *Config) {
+			c.Security.StreamTLS = &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }}
 		}},
-		{"StreamTLS with a certificate", func(c *Config) { c.StreamTLS = &tls.Config{Certificates: []tls.Certificate{{}}} }},
+		{"Security.StreamTLS with a certificate", func(c *Config) { c.Security.StreamTLS = &tls.Config{Certificates: []tls.Certificate{{}}} }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

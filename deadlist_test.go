@@ -89,7 +89,7 @@ func massFailure(tb testing.TB, n, share int, phase string, tweak func(*Config))
 	cfg := DefaultLANConfig()
 	cfg.Name = mtSelf
 	cfg.BindAddr = "127.0.0.1"
-	cfg.PartitionShare = 0.5
+	cfg.Partition.Share = 0.5
 	if tweak != nil {
 		tweak(cfg)
 	}

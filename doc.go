@@ -97,8 +97,8 @@
 //     trees: applications' broadcasts are pushed along a tree of eager
 //     links and announced (IHave) to lazy neighbors; a copy that comes
 //     twice prunes its link, an announced broadcast that does not come
-//     within TreeGraftTimeout grafts the announcer (tree.go). Toward
-//     members of releases before the trees, or with BroadcastTree off,
+//     within Broadcasts.GraftTimeout grafts the announcer (tree.go). Toward
+//     members of releases before the trees, or with Broadcasts.Trees off,
 //     broadcasts are gossiped as deltas are, each member relaying what it
 //     delivers, and share every packet with membership deltas by a fair
 //     budget, each kind sure of half (usermsg.go).
@@ -194,7 +194,7 @@
 //     death), so an origin that broadcasts rarely would find its tree
 //     broken at its next broadcast.
 //   - Pushes and announcements wait per link for the next flush
-//     (TreeFlushInterval) and go in as few packets as hold them, and
+//     (Broadcasts.FlushInterval) and go in as few packets as hold them, and
 //     announcements also ride on packets going to the neighbor anyway; a
 //     link's queue is bounded, and past it the origin with the most bytes
 //     queued loses its newest push, so one noisy origin cannot crowd the

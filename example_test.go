@@ -146,7 +146,7 @@ func Example_encrypted() {
 		cfg := swim.DefaultLocalConfig()
 		cfg.Name = name
 		cfg.BindPort = 0
-		cfg.Keys = [][]byte{oldKey}
+		cfg.Security.Keys = [][]byte{oldKey}
 		cfg.Label = "example"
 		ml, err := swim.New(cfg)
 		if err != nil {

@@ -91,7 +91,7 @@ func (m *Machine) queueJoinNews(now time.Time, name string, msg wire.Message) {
 // packets can carry each of them lazyLimit times (at 4,096 members, 15
 // joins a second need some 120 sends a second; its three or four packets
 // a second carry about 20 each), so unbounded the queue only grows, to
-// BroadcastQueueLimit, with news ever older and less sent: 400 items per
+// DeltaQueueLimit, with news ever older and less sent: 400 items per
 // member at 2,000 members, up to the whole cluster at the seed, each an
 // object the collector marks and a take looks past, in every member. The
 // news sent most is dropped first: others have long passed it on, and

@@ -41,7 +41,7 @@ import (
 // life's incarnation for members of releases that order by incarnation
 // alone. An answer: a second live process holds the name (a conflict).
 // The newer life (the later start, its life being a start time over random
-// bits) yields unless Config.OnNameConflict decides otherwise: it leaves
+// bits) yields unless Config.Admission.NameConflict decides otherwise: it leaves
 // at its own life, which the members holding the other life ignore, and a
 // Join in progress returns ErrNameConflict. As every member keeps the life
 // it holds while that life answers, nobody's view flips between the two.
@@ -52,7 +52,7 @@ import (
 // whose every hop would wait for a check of its own.
 
 // ErrNameConflict is returned by Join when another live process holds this
-// member's name and this one yields it (see Config.OnNameConflict).
+// member's name and this one yields it (see Config.Admission.NameConflict).
 var ErrNameConflict = errors.New("swim: another live process holds this member's name")
 
 // newLife makes the life of the Machine of name at addr, started at now:
@@ -147,7 +147,7 @@ func (m *Machine) checkLife(now time.Time, s *memberState, a *wire.Alive, addr n
 		return
 	}
 	if r, ok := m.lives.refused[name]; ok && r.life == a.Life && now.Before(r.until) {
-		m.stats.LivesRefused++
+		m.stats.Lives.Refused++
 		return
 	}
 	if lc := m.lives.pending[name]; lc != nil {
@@ -160,12 +160,12 @@ func (m *Machine) checkLife(now time.Time, s *memberState, a *wire.Alive, addr n
 		m.endLife(name)
 	}
 	if len(m.lives.pending) >= maxLifeChecks {
-		m.stats.LifeChecksDropped++
+		m.stats.Lives.ChecksDropped++
 		return
 	}
 	lc := &pendingLife{alive: cloneAlive(a), to: addr, toSeq: m.nextSeq()}
 	m.lives.pending[name] = lc
-	m.stats.LifeChecks++
+	m.stats.Lives.Checks++
 	if s.live() {
 		lc.from, lc.fromSeq = m.addrOf(s), m.nextSeq()
 		// The held life hears the claim: if it is alive it learns of the
@@ -223,7 +223,7 @@ func (m *Machine) concludeLife(now time.Time, name string) {
 
 // refuseLife drops the claims of life for name for refusedLifeFor.
 func (m *Machine) refuseLife(now time.Time, name string, life uint64) {
-	m.stats.LivesRefused++
+	m.stats.Lives.Refused++
 	if _, ok := m.lives.refused[name]; !ok && len(m.lives.refused) >= m.cfg.MaxMembers {
 		clear(m.lives.refused)
 	}
@@ -247,7 +247,7 @@ func (m *Machine) applyLife(now time.Time, s *memberState, a *wire.Alive, addr n
 	m.setIdentity(now, s, addr, a.Meta, a.Versions, a.Life)
 	m.sigs.KeepAlive(a)
 	m.version++
-	m.stats.Restarts++
+	m.stats.Lives.Restarts++
 	switch prev {
 	case StateAlive:
 		m.event(EventRestart, s)
@@ -294,7 +294,7 @@ func (m *Machine) ownLife(now time.Time, a *wire.Alive, addr netip.AddrPort) {
 		return
 	}
 	if len(m.lives.own) >= maxConflictChecks {
-		m.stats.LifeChecksDropped++
+		m.stats.Lives.ChecksDropped++
 		return
 	}
 	m.lives.own[a.Life] = a.Incarnation
@@ -328,7 +328,7 @@ func (m *Machine) ownLifeAnswered(now time.Time, addr netip.AddrPort, life uint6
 }
 
 // nameConflict settles a conflict with the live process of the name at
-// addr, at life: the newer life yields, unless Config.OnNameConflict
+// addr, at life: the newer life yields, unless Config.Admission.NameConflict
 // decides.
 func (m *Machine) nameConflict(now time.Time, addr netip.AddrPort, life uint64) {
 	other := m.export(m.self)
@@ -339,18 +339,18 @@ func (m *Machine) nameConflict(now time.Time, addr netip.AddrPort, life uint64) 
 		if len(m.conflictsReported) < m.cfg.MaxMembers {
 			m.conflictsReported[addr] = true
 		}
-		m.stats.NameConflicts++
+		m.stats.Lives.NameConflicts++
 		m.emitEvent(Event{Kind: EventConflict, Member: other})
 	}
 	yield := m.life > life
-	if m.cfg.OnNameConflict != nil {
-		yield = m.cfg.OnNameConflict(m.export(m.self), other)
+	if m.cfg.Admission.NameConflict != nil {
+		yield = m.cfg.Admission.NameConflict(m.export(m.self), other)
 	}
 	if !yield || m.self.state() != StateAlive {
 		return
 	}
 	m.lives.yielded = true
-	m.stats.NamesYielded++
+	m.stats.Lives.NamesYielded++
 	_ = m.Leave(now)
 }
 
@@ -365,7 +365,7 @@ func (m *Machine) sendRestartNotices() {
 		}
 		if s := m.entry(id); s != nil && s.live() {
 			m.sendAlone(m.addrOf(s), alive)
-			m.stats.RestartNoticesSent++
+			m.stats.Lives.RestartNoticesSent++
 		}
 	})
 }

@@ -54,9 +54,9 @@ func TestForgedRestartHasNoLastingEffect(t *testing.T) {
 	require.Equal(t, before.Life, after.Life)
 	require.Equal(t, StateAlive, after.State)
 	st := h.m.Stats()
-	require.Equal(t, uint64(1), st.LifeChecks)
-	require.Equal(t, uint64(1), st.LivesRefused)
-	require.Zero(t, st.Restarts)
+	require.Equal(t, uint64(1), st.Lives.Checks)
+	require.Equal(t, uint64(1), st.Lives.Refused)
+	require.Zero(t, st.Lives.Restarts)
 	// The forged life was not passed on.
 	for _, p := range out.Packets {
 		for _, msg := range p.Msgs {
@@ -68,8 +68,8 @@ func TestForgedRestartHasNoLastingEffect(t *testing.T) {
 
 	h.feed(mtPeerAddr(2), forged)
 	h.run(h.now.Add(h.cfg.ProbeInterval), nil)
-	require.Equal(t, uint64(1), h.m.Stats().LifeChecks, "the refused life was checked again")
-	require.Equal(t, uint64(2), h.m.Stats().LivesRefused)
+	require.Equal(t, uint64(1), h.m.Stats().Lives.Checks, "the refused life was checked again")
+	require.Equal(t, uint64(2), h.m.Stats().Lives.Refused)
 }
 
 // A restart: a new life claimed at the member's own address, where the old
@@ -107,7 +107,7 @@ func TestRestartTakenAtOnce(t *testing.T) {
 		kinds = append(kinds, e.Kind)
 	}
 	require.Equal(t, []EventKind{EventRestart}, kinds)
-	require.Equal(t, uint64(1), h.m.Stats().Restarts)
+	require.Equal(t, uint64(1), h.m.Stats().Lives.Restarts)
 
 	// The death of the old life, reported later at its incarnation, is
 	// about another life: stale.
@@ -148,17 +148,17 @@ func TestOwnOtherLifeIgnored(t *testing.T) {
 	require.True(t, acked, "a ping for this life went unanswered")
 }
 
-// With AdmitUpdates, Admit sees a member's later changes: a refused
+// With Admission.Updates, Admit sees a member's later changes: a refused
 // change takes the member out of this member's view (EventLeave, dead
 // here only, not in its push-pulls), and its next news is asked about
 // again. Without it, the change is applied unasked.
 func TestAdmitUpdates(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		t.Run(fmt.Sprintf("AdmitUpdates=%v", on), func(t *testing.T) {
+		t.Run(fmt.Sprintf("Admission.Updates=%v", on), func(t *testing.T) {
 			cfg := mtConfig()
-			cfg.AdmitUpdates = on
+			cfg.Admission.Updates = on
 			asked := 0
-			cfg.Admit = func(mb Member) error {
+			cfg.Admission.Admit = func(mb Member) error {
 				asked++
 				if string(mb.Meta) == "bad" {
 					return errors.New("bad metadata")
@@ -184,7 +184,7 @@ func TestAdmitUpdates(t *testing.T) {
 			require.Equal(t, "", string(mb.Meta), "the refused change was applied")
 			require.Len(t, out.Events, 1)
 			require.Equal(t, EventLeave, out.Events[0].Kind)
-			require.Equal(t, uint64(1), h.m.Stats().AdmissionsRefused)
+			require.Equal(t, uint64(1), h.m.Stats().Admission.Refused)
 			for _, p := range out.Packets {
 				for _, msg := range p.Msgs {
 					if d, ok := msg.(*wire.Dead); ok {

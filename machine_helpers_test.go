@@ -63,7 +63,7 @@ func mtConfig() *Config {
 	c.PushPullInterval = 0
 	c.ReconnectInterval = 0
 	c.PacketBudget = 1400
-	c.BroadcastQueueLimit = 4096
+	c.DeltaQueueLimit = 4096
 	c.BuddyPing = true
 	c.FinalCheck = false
 	c.TCPChecks = false

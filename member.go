@@ -82,13 +82,13 @@ const (
 	EventUpdate
 	// EventConflict: another live process claims this member's name, at
 	// Member.Addr and Member.Life: it answered a ping sent there in this
-	// name. The later started of the two (Config.OnNameConflict may
+	// name. The later started of the two (Config.Admission.NameConflict may
 	// decide otherwise) leaves, and its Join returns ErrNameConflict;
 	// every member keeps the one it held (docs/lives.md). Reported once
 	// per address.
 	EventConflict
 	// EventPartitioned: the live members this one sees fell, within
-	// Config.PartitionWindow, below Config.PartitionShare of the most it
+	// Config.Partition.Window, below Config.Partition.Share of the most it
 	// saw in that window: likely on the minority side of a partition.
 	// Member is this member. EventPartitionHealed: they are back to that
 	// share of the count before the fall.

@@ -125,7 +125,7 @@ type Memberlist struct {
 	// keys is the keyring (memberlist_keyring.go), read by every packet and stream
 	// without a lock.
 	keys keyStore
-	sec  *security // label, AllowedCIDRs, StreamTLS, refusals (memberlist_security.go)
+	sec  *security // label, Security.AllowedCIDRs, Security.StreamTLS, refusals (memberlist_security.go)
 
 	// Guarded by mu.
 	joins      map[uint64]*joinWaiter // outbound exchanges a Join waits for
@@ -171,7 +171,7 @@ type MemberlistStats struct {
 	// Traffic refused before the protocol saw it, packets and streams
 	// alike; each kind is also logged as a warning, at most once per 10 s.
 	//
-	// RefusedSource: the source address is outside Config.AllowedCIDRs.
+	// RefusedSource: the source address is outside Config.Security.AllowedCIDRs.
 	RefusedSource uint64
 	// RefusedLabel: no label, or another one than Config.Label.
 	RefusedLabel uint64
@@ -181,7 +181,7 @@ type MemberlistStats struct {
 	// tampered or truncated packet, or no key installed).
 	RefusedKey uint64
 	// RefusedTLS: inbound streams whose TLS handshake failed (no client
-	// certificate, an untrusted one, not TLS at all) with Config.StreamTLS
+	// certificate, an untrusted one, not TLS at all) with Config.Security.StreamTLS
 	// set. A dialled stream whose server fails verification fails the
 	// exchange instead (PushPullsFailed, TCPPingsFailed, Join's error).
 	RefusedTLS uint64
@@ -217,10 +217,10 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 	c := *cfg
 	c.Meta = bytes.Clone(cfg.Meta)
-	if len(c.Identity) == 0 {
+	if len(c.Claims.Identity) == 0 {
 		// A key per process: the name is bound to it on first use, and a
 		// restart under a new one is a restart (signatures.go).
-		_, c.Identity, _ = ed25519.GenerateKey(crand.Reader)
+		_, c.Claims.Identity, _ = ed25519.GenerateKey(crand.Reader)
 	}
 	logger := c.Logger
 	if logger == nil {
@@ -278,7 +278,7 @@ func New(cfg *Config) (*Memberlist, error) {
 		sec:          newSecurity(&c, refusals),
 	}
 	ml.timer.Stop()
-	kr, err := newKeyring(c.Keys, c.Plaintext)
+	kr, err := newKeyring(c.Security.Keys, c.Security.Plaintext)
 	if err != nil {
 		cancel()
 		_ = transport.Close()

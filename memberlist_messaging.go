@@ -84,7 +84,7 @@ func (ml *Memberlist) SendReliable(ctx context.Context, to string, msg []byte) e
 
 // Broadcast sends msg to every other member, delivered once to each one's
 // Messages handler. Between members of this release it travels on
-// epidemic broadcast trees (Config.BroadcastTree, on by default): each
+// epidemic broadcast trees (Config.Broadcasts.Trees, on by default): each
 // member pushes it at once to a few neighbors and announces it to the
 // others, which ask for it if their push does not come, so it reaches
 // every live member about once, in a few hops. To and from members of an

@@ -78,7 +78,7 @@ func TestSendBestEffortAndReliableOverSockets(t *testing.T) {
 	require.ErrorIs(t, ms[0].SendReliable(done, "node-1", []byte("x")), context.Canceled)
 
 	st := ms[1].Stats()
-	require.Equal(t, uint64(1), st.MessagesReceived)
+	require.Equal(t, uint64(1), st.Messages.Received)
 	require.Zero(t, st.MessagesDropped)
 }
 
@@ -136,7 +136,7 @@ func TestBroadcastWaitOverSockets(t *testing.T) {
 	ms := startClusterWith(t, n, func(i int, c *Config) {
 		boxes[i] = &inbox{}
 		c.Messages = boxes[i]
-		c.UserBroadcastLimit = 1
+		c.Broadcasts.QueueLimit = 1
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
 	defer cancel()

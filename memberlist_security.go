@@ -21,10 +21,10 @@ import (
 // The security envelope in the runtime. Every packet the Machine emits is
 // labelled (Config.Label) and sealed under the primary key before it is
 // written; every packet received is checked, in this order, against
-// Config.AllowedCIDRs, the label and the keyring before the Machine sees
+// Config.Security.AllowedCIDRs, the label and the keyring before the Machine sees
 // it, and refused (counted, logged at most once per kind per 10 s)
 // otherwise. Stream messages, requests and replies alike, carry the same
-// envelope in its stream variant, optionally inside TLS (Config.StreamTLS).
+// envelope in its stream variant, optionally inside TLS (Config.Security.StreamTLS).
 // The envelope's format is in internal/wire/envelope.go.
 
 // security is the runtime's envelope state: what does not change while
@@ -33,7 +33,7 @@ import (
 type security struct {
 	label   string
 	allowed []netip.Prefix // normalized: IPv4-mapped prefixes as IPv4
-	tls     *tls.Config    // a copy of Config.StreamTLS; nil without
+	tls     *tls.Config    // a copy of Config.Security.StreamTLS; nil without
 	log     *ratelog.Log
 
 	// Buffers that sealed packets are opened into, one per goroutine that
@@ -52,7 +52,7 @@ type security struct {
 
 func newSecurity(c *Config, log *ratelog.Log) *security {
 	s := &security{label: c.Label, log: log}
-	for _, p := range c.AllowedCIDRs {
+	for _, p := range c.Security.AllowedCIDRs {
 		// Sources are unmapped (IPv4 as IPv4), so a prefix written as
 		// IPv4-mapped IPv6 must be too, or it would match nothing.
 		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
@@ -60,14 +60,14 @@ func newSecurity(c *Config, log *ratelog.Log) *security {
 		}
 		s.allowed = append(s.allowed, p.Masked())
 	}
-	if c.StreamTLS != nil {
-		s.tls = c.StreamTLS.Clone()
+	if c.Security.StreamTLS != nil {
+		s.tls = c.Security.StreamTLS.Clone()
 	}
 	return s
 }
 
 // sourceAllowed reports whether traffic from ip may be read: always when
-// AllowedCIDRs is empty, else when a listed network holds ip.
+// Security.AllowedCIDRs is empty, else when a listed network holds ip.
 func (s *security) sourceAllowed(ip netip.Addr) bool {
 	if len(s.allowed) == 0 {
 		return true
@@ -92,8 +92,8 @@ const (
 
 // refusalKinds are the refusal log's kinds, by envelope kind and class.
 var refusalKinds = [2][5]string{
-	{"packet from outside AllowedCIDRs", "packet whose label is not this cluster's", "plaintext packet", "packet no installed key opens", ""},
-	{"stream from outside AllowedCIDRs", "stream whose label is not this cluster's", "plaintext stream", "stream message no installed key opens", "stream whose TLS handshake failed"},
+	{"packet from outside Security.AllowedCIDRs", "packet whose label is not this cluster's", "plaintext packet", "packet no installed key opens", ""},
+	{"stream from outside Security.AllowedCIDRs", "stream whose label is not this cluster's", "plaintext stream", "stream message no installed key opens", "stream whose TLS handshake failed"},
 }
 
 // refuse counts and logs traffic refused for class (refusedSource, ...).
@@ -137,7 +137,7 @@ func (ml *Memberlist) open(kind wire.EnvelopeKind, dst []byte, from netip.AddrPo
 	s := ml.sec
 	if !s.sourceAllowed(from.Addr()) {
 		s.refuse(kind, refusedSource, from, nil)
-		return nil, fmt.Errorf("swim: %v from %s: source outside AllowedCIDRs", kind, from)
+		return nil, fmt.Errorf("swim: %v from %s: source outside Security.AllowedCIDRs", kind, from)
 	}
 	kr := ml.keys.load()
 	data, err := wire.OpenEnvelope(dst, b, kind, s.label, kr.aeads, kr.acceptsPlaintext())
@@ -221,7 +221,7 @@ func (ml *Memberlist) sourceAdmitted(conn net.Conn) bool {
 }
 
 // acceptTLS runs the server side of the TLS handshake on an accepted
-// stream when Config.StreamTLS is set, bounded by the deadline the caller
+// stream when Config.Security.StreamTLS is set, bounded by the deadline the caller
 // set on conn, and returns the stream to read and write; conn itself
 // otherwise. Closing conn also ends the TLS stream.
 func (ml *Memberlist) acceptTLS(conn net.Conn) (net.Conn, error) {
@@ -239,7 +239,7 @@ func (ml *Memberlist) acceptTLS(conn net.Conn) (net.Conn, error) {
 }
 
 // dialTLS runs the client side of the TLS handshake on a dialled stream
-// when Config.StreamTLS is set, verifying the peer against ServerName, or
+// when Config.Security.StreamTLS is set, verifying the peer against ServerName, or
 // when that is empty against to's IP address; conn itself otherwise.
 func (ml *Memberlist) dialTLS(ctx context.Context, conn net.Conn, to netip.AddrPort) (net.Conn, error) {
 	if ml.sec.tls == nil {
@@ -276,7 +276,7 @@ func (ml *Memberlist) Signatures() SignatureMode {
 }
 
 // SetCertificate installs a renewed certificate for this member (see
-// Config.Certificate) and announces it at once.
+// Config.Claims.Certificate) and announces it at once.
 func (ml *Memberlist) SetCertificate(cert []byte) error {
 	var setErr error
 	if err := ml.input(func(now time.Time) { setErr = ml.machine.SetCertificate(now, cert) }); err != nil {

@@ -36,7 +36,7 @@ var (
 func secureConfig(name, label string, keys ...[]byte) *Config {
 	c := testConfig(name)
 	c.Label = label
-	c.Keys = keys
+	c.Security.Keys = keys
 	return c
 }
 
@@ -169,7 +169,7 @@ func joinFails(t *testing.T, m *testMember, seed *testMember) {
 
 // TestEncryptedMemberDecodesNothingUnauthenticated: a member with a key and
 // a label refuses, before its Machine sees them, plaintext, another key,
-// another label, no label, packets from outside AllowedCIDRs and sealed
+// another label, no label, packets from outside Security.AllowedCIDRs and sealed
 // stream messages replayed as packets, each counted in its own counter;
 // what is sealed under its key and label is handled.
 func TestEncryptedMemberDecodesNothingUnauthenticated(t *testing.T) {
@@ -212,7 +212,7 @@ func TestEncryptedMemberDecodesNothingUnauthenticated(t *testing.T) {
 // members that allow loopback form a cluster.
 func TestAllowedCIDRsRefuseOtherSources(t *testing.T) {
 	cfg := testConfig("fenced")
-	cfg.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::ffff:192.168.0.0/112")}
+	cfg.Security.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::ffff:192.168.0.0/112")}
 	fenced := startMember(t, cfg)
 	outsider := startMember(t, testConfig("outsider"))
 
@@ -227,7 +227,7 @@ func TestAllowedCIDRsRefuseOtherSources(t *testing.T) {
 
 	open := namedConfigs(3, "lo", func(name string) *Config {
 		c := testConfig(name)
-		c.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		c.Security.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 		return c
 	})
 	members := formCluster(t, open...)
@@ -439,7 +439,7 @@ func (ca *testCA) leaf(t *testing.T, name string, serial int64) tls.Certificate 
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// mutualTLS is the StreamTLS of a member holding cert, trusting ca for
+// mutualTLS is the Security.StreamTLS of a member holding cert, trusting ca for
 // both servers and clients, and requiring client certificates.
 func mutualTLS(cert tls.Certificate, ca *testCA) *tls.Config {
 	return &tls.Config{
@@ -460,7 +460,7 @@ func TestStreamTLSMutualAuth(t *testing.T) {
 	var cfgs []*Config
 	for i := range 2 {
 		c := testConfig(fmt.Sprintf("tls-%d", i))
-		c.StreamTLS = mutualTLS(ca.leaf(t, c.Name, int64(10+i)), ca)
+		c.Security.StreamTLS = mutualTLS(ca.leaf(t, c.Name, int64(10+i)), ca)
 		cfgs = append(cfgs, c)
 	}
 	members := formCluster(t, cfgs...)
@@ -469,8 +469,8 @@ func TestStreamTLSMutualAuth(t *testing.T) {
 
 	other := newTestCA(t, "another CA")
 	c := testConfig("tls-outsider")
-	c.StreamTLS = mutualTLS(other.leaf(t, c.Name, 20), other)
-	c.StreamTLS.RootCAs = ca.pool // it trusts the cluster; the cluster does not trust it
+	c.Security.StreamTLS = mutualTLS(other.leaf(t, c.Name, 20), other)
+	c.Security.StreamTLS.RootCAs = ca.pool // it trusts the cluster; the cluster does not trust it
 	outsider := startMember(t, c)
 	joinFails(t, outsider, members[0])
 	require.Eventually(t, func() bool { return members[0].Stats().RefusedTLS > 0 }, formTimeout, pollEvery)
@@ -483,8 +483,8 @@ func TestStreamTLSMutualAuth(t *testing.T) {
 	// The client verifies the server too: a member that trusts another CA
 	// cannot join through the cluster's certificates either.
 	c = testConfig("tls-distrustful")
-	c.StreamTLS = mutualTLS(ca.leaf(t, c.Name, 30), ca)
-	c.StreamTLS.RootCAs = other.pool
+	c.Security.StreamTLS = mutualTLS(ca.leaf(t, c.Name, 30), ca)
+	c.Security.StreamTLS.RootCAs = other.pool
 	distrustful := startMember(t, c)
 	joinFails(t, distrustful, members[1])
 	requireNotMembers(t, members, "tls-distrustful")
@@ -506,7 +506,7 @@ func BenchmarkReceivePing(b *testing.B) {
 			cfg := testConfig("bench")
 			cfg.Label = tc.label
 			if tc.key != nil {
-				cfg.Keys = [][]byte{tc.key}
+				cfg.Security.Keys = [][]byte{tc.key}
 			}
 			ml, err := New(cfg)
 			require.NoError(b, err)
@@ -518,7 +518,7 @@ func BenchmarkReceivePing(b *testing.B) {
 
 			var aead cipher.AEAD
 			if tc.key != nil {
-				kr, err := newKeyring(cfg.Keys, PlaintextRefuse)
+				kr, err := newKeyring(cfg.Security.Keys, PlaintextRefuse)
 				require.NoError(b, err)
 				aead = kr.aeads[0]
 			}

@@ -103,7 +103,7 @@ func ctxErr(ctx context.Context, err error) error {
 // (admitStream) is closed at once (the peer sees a failed exchange and
 // retries later).
 func (ml *Memberlist) serveStream(conn net.Conn) {
-	if !ml.sourceAdmitted(conn) { // AllowedCIDRs, before a slot is taken or a byte read
+	if !ml.sourceAdmitted(conn) { // Security.AllowedCIDRs, before a slot is taken or a byte read
 		_ = conn.Close()
 		return
 	}

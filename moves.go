@@ -22,7 +22,7 @@ import (
 // silent for a probe timeout (a restarted member's old process is gone).
 // Each check costs one small packet to each address; at most
 // maxMoveChecks run at once, and every move refused is counted
-// (Stats.MovesRefused).
+// (Stats.Moves.Refused).
 
 // maxMoveChecks bounds the moves checked at once.
 const maxMoveChecks = 16
@@ -48,7 +48,7 @@ func (m *Machine) checkMove(now time.Time, s *memberState, a *wire.Alive, addr n
 		m.endMove(name)
 	}
 	if len(m.moves) >= maxMoveChecks {
-		m.stats.MovesRefused++
+		m.stats.Moves.Refused++
 		return
 	}
 	mc := &pendingMove{
@@ -56,7 +56,7 @@ func (m *Machine) checkMove(now time.Time, s *memberState, a *wire.Alive, addr n
 		from:  m.addrOf(s), to: addr, fromSeq: m.nextSeq(), toSeq: m.nextSeq(),
 	}
 	m.moves[name] = mc
-	m.stats.MovesChecked++
+	m.stats.Moves.Checked++
 	m.startAddrCheck(now, mc.fromSeq, addrCheck{kind: addrCheckMoveFrom, addr: mc.from, name: name}, &mc.alive)
 	m.startAddrCheck(now, mc.toSeq, addrCheck{kind: addrCheckMoveTo, addr: mc.to, name: name}, nil)
 }
@@ -74,7 +74,7 @@ func (m *Machine) endMove(name string) *pendingMove {
 // answered: the member is still there, it did not move.
 func (m *Machine) moveRefuted(name string) {
 	m.endMove(name)
-	m.stats.MovesRefused++
+	m.stats.Moves.Refused++
 }
 
 // concludeMove gives a move check its verdict at its deadline: the move is
@@ -83,7 +83,7 @@ func (m *Machine) moveRefuted(name string) {
 func (m *Machine) concludeMove(now time.Time, name string) {
 	mc := m.endMove(name)
 	if !mc.toAnswered {
-		m.stats.MovesRefused++
+		m.stats.Moves.Refused++
 		return
 	}
 	m.handleAlive(now, &mc.alive, mergeMoveChecked, vouched)

@@ -48,8 +48,8 @@ func TestAddressHijackRefused(t *testing.T) {
 		require.NotEqual(t, attacker, p.To, "a packet routed to the attacker after the check")
 	}
 	st := h.m.Stats()
-	require.Equal(t, uint64(1), st.MovesChecked)
-	require.Equal(t, uint64(1), st.MovesRefused)
+	require.Equal(t, uint64(1), st.Moves.Checked)
+	require.Equal(t, uint64(1), st.Moves.Refused)
 }
 
 // mergeOut appends b's outputs to a's.

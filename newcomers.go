@@ -116,14 +116,14 @@ func ownNews(o origin, name string, addr netip.AddrPort) bool {
 func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPort, o origin) {
 	nc := &m.newcomers
 	if !ownNews(o, a.Name, addr) {
-		m.stats.NewcomersRefused++
+		m.stats.Admission.NewcomersRefused++
 		return
 	}
 	if c := nc.byAddr[addr]; c != nil {
 		switch {
 		case c.alive.Name != a.Name:
 			// Another name at an address being checked: one at a time.
-			m.stats.NewcomersRefused++
+			m.stats.Admission.NewcomersRefused++
 		case a.Incarnation > c.alive.Incarnation:
 			// Newer news of the member being checked: admit that.
 			c.alive = cloneAlive(a)
@@ -131,11 +131,11 @@ func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPor
 		return
 	}
 	if until, ok := nc.silent[addr]; (ok && now.Before(until)) || len(nc.byAddr) >= maxNewcomerChecks {
-		m.stats.NewcomersRefused++
+		m.stats.Admission.NewcomersRefused++
 		return
 	}
 	nc.byAddr[addr] = &pendingNewcomer{alive: cloneAlive(a)}
-	m.stats.NewcomersChecked++
+	m.stats.Admission.NewcomersChecked++
 	m.startAddrCheck(now, m.nextSeq(), addrCheck{kind: addrCheckNewcomer, addr: addr, name: a.Name, life: a.Life}, nil)
 }
 
@@ -172,7 +172,7 @@ func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []b
 		c.held, c.heldPeer = bytes.Clone(data), o.from
 		nc.heldBytes += len(data)
 	} else {
-		m.stats.NewcomersRefused++
+		m.stats.Admission.NewcomersRefused++
 	}
 	return true
 }
@@ -203,7 +203,7 @@ func (m *Machine) newcomerAnswered(now time.Time, addr netip.AddrPort) {
 // while.
 func (m *Machine) newcomerSilent(now time.Time, addr netip.AddrPort) {
 	m.endNewcomer(addr)
-	m.stats.NewcomersRefused++
+	m.stats.Admission.NewcomersRefused++
 	nc := &m.newcomers
 	if len(nc.silent) >= maxSilentAddrs {
 		for a, until := range nc.silent {

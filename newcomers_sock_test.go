@@ -82,7 +82,7 @@ func TestTableFloodOverSockets(t *testing.T) {
 	members := startCluster(t, 3)
 	checked := make([]uint64, len(members))
 	for i, m := range members {
-		checked[i] = m.Stats().NewcomersChecked
+		checked[i] = m.Stats().Admission.NewcomersChecked
 	}
 	attacker := newRawPeer(t)
 	for _, m := range members {
@@ -98,14 +98,14 @@ func TestTableFloodOverSockets(t *testing.T) {
 	// Every packet was handled once the last refusal is counted.
 	require.Eventually(t, func() bool {
 		for _, m := range members {
-			if m.Stats().NewcomersRefused < 5000 {
+			if m.Stats().Admission.NewcomersRefused < 5000 {
 				return false
 			}
 		}
 		return true
 	}, formTimeout, pollEvery, "%s", views(members))
 	for i, m := range members {
-		require.Equal(t, checked[i], m.Stats().NewcomersChecked, "the flood cost no check")
+		require.Equal(t, checked[i], m.Stats().Admission.NewcomersChecked, "the flood cost no check")
 		require.Equal(t, 3, m.NumMembers())
 		require.Zero(t, m.HealthScore())
 	}

@@ -36,7 +36,7 @@ func TestInventedMembersAreNotAdmitted(t *testing.T) {
 	require.Empty(t, out.Events)
 	require.Empty(t, out.Packets)
 	require.Equal(t, 4, h.m.NumMembers())
-	require.Equal(t, uint64(200), h.m.Stats().NewcomersRefused)
+	require.Equal(t, uint64(200), h.m.Stats().Admission.NewcomersRefused)
 
 	// Ten periods on, nobody was admitted, gossiped or probed, and this
 	// member's health is untouched.
@@ -77,7 +77,7 @@ func TestInventedSelfAnnouncementsChecked(t *testing.T) {
 		require.Equal(t, p.To, mustAddr(t, h.m.newcomers.byAddr[c.addr].alive.Addr))
 		require.Equal(t, h.m.newcomers.byAddr[c.addr].alive.Name, ping.Target)
 	}
-	require.Equal(t, uint64(20), h.m.Stats().NewcomersChecked)
+	require.Equal(t, uint64(20), h.m.Stats().Admission.NewcomersChecked)
 	silent := map[netip.AddrPort]bool{}
 	for _, p := range out.Packets {
 		silent[p.To] = true
@@ -87,7 +87,7 @@ func TestInventedSelfAnnouncementsChecked(t *testing.T) {
 	require.Zero(t, h.m.health)
 	require.Empty(t, h.m.newcomers.byAddr)
 	require.Empty(t, h.m.addrChecks)
-	require.Equal(t, uint64(20), h.m.Stats().NewcomersRefused)
+	require.Equal(t, uint64(20), h.m.Stats().Admission.NewcomersRefused)
 }
 
 func mustAddr(t *testing.T, b []byte) netip.AddrPort {
@@ -156,7 +156,7 @@ func TestNewcomerVouchedByMember(t *testing.T) {
 	require.NoError(t, err)
 	_, ok = h.m.Member(mtPeer(11))
 	require.False(t, ok)
-	require.Equal(t, uint64(1), h.m.Stats().NewcomersRefused)
+	require.Equal(t, uint64(1), h.m.Stats().Admission.NewcomersRefused)
 	// A joiner's own entry, from its host: checked; the rest of its
 	// view waits for its admission.
 	w := wire.NewPushPullWriter(nil, mtPeer(12), false, 2)
@@ -166,7 +166,7 @@ func TestNewcomerVouchedByMember(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.m.HandleStream(h.now, netip.AddrPortFrom(mtPeerAddr(12).Addr(), 40000), data)
 	require.NoError(t, err)
-	require.Equal(t, uint64(1), h.m.Stats().NewcomersChecked)
+	require.Equal(t, uint64(1), h.m.Stats().Admission.NewcomersChecked)
 	_, ok = h.m.Member(mtPeer(13))
 	require.False(t, ok, "held until its sender is admitted")
 	out := h.answerNewcomers(h.ready())

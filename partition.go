@@ -4,7 +4,7 @@ import "time"
 
 // The partition alarm (Apache Geode's quorum-loss check): this member
 // raises EventPartitioned when the live members it sees fall, within
-// PartitionWindow, below PartitionShare of the most it saw in that window,
+// Partition.Window, below Partition.Share of the most it saw in that window,
 // and EventPartitionHealed when they are back to that share of the count
 // before the fall. A member on the minority side of a network partition
 // sees most of its peers die within a few suspicion timeouts, and can stop
@@ -43,11 +43,11 @@ func (pa *partitionAlarm) countOf(c int) int { return max(c-pa.leaves, 0) }
 // clears the alarm. left says the change was a graceful leave, which is
 // not a loss: it lowers the counts of the window too.
 func (m *Machine) notePartition(now time.Time, left bool) {
-	share := m.cfg.PartitionShare
+	share := m.cfg.Partition.Share
 	if share <= 0 {
 		return
 	}
-	switch m.partition.note(now, m.NumMembers(), left, share, m.cfg.PartitionWindow) {
+	switch m.partition.note(now, m.NumMembers(), left, share, m.cfg.Partition.Window) {
 	case alarmRaised:
 		m.event(EventPartitioned, m.self)
 	case alarmCleared:

@@ -98,7 +98,7 @@ func (m *Machine) encodeState(join bool, peer string, theirs peerView) ([]byte, 
 	}
 	add := func(s *memberState) {
 		if _, out := m.refusedChanges[s.id]; out {
-			return // this member's policy, not news (Config.AdmitUpdates)
+			return // this member's policy, not news (Config.Admission.Updates)
 		}
 		var key, sig, cert []byte
 		if m.signing() && m.proofWanted(s, join, theirs) {
@@ -291,9 +291,9 @@ func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, pe
 	if pp.Join || src == mergeJoin {
 		if err := m.admitJoin(pp); err != nil {
 			if src == mergePushPull {
-				return "", &refusal{"AdmitJoin: " + err.Error()}
+				return "", &refusal{"Admission.Join: " + err.Error()}
 			}
-			return "", fmt.Errorf("swim: join refused by AdmitJoin: %w", err)
+			return "", fmt.Errorf("swim: join refused by Admission.Join: %w", err)
 		}
 	}
 	if !held {

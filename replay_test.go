@@ -290,9 +290,9 @@ func describe(view []Member) string {
 func awaitPing(t *testing.T, conn *net.UDPConn, m *testMember) {
 	t.Helper()
 	seq := uint32(time.Now().UnixNano())
-	ping := sealed(t, wire.PacketEnvelope, m.cfg.Label, m.cfg.Keys[0], &wire.Ping{Seq: seq, Target: m.cfg.Name, From: "replayer"})
+	ping := sealed(t, wire.PacketEnvelope, m.cfg.Label, m.cfg.Security.Keys[0], &wire.Ping{Seq: seq, Target: m.cfg.Name, From: "replayer"})
 	to := net.UDPAddrFromAddrPort(m.LocalMember().Addr)
-	kr, err := newKeyring(m.cfg.Keys, PlaintextRefuse)
+	kr, err := newKeyring(m.cfg.Security.Keys, PlaintextRefuse)
 	require.NoError(t, err)
 	buf := make([]byte, 64<<10)
 	deadline := time.Now().Add(formTimeout)

@@ -162,18 +162,18 @@ func (w *scenWorld) setClaimField(cfg *Config, k, v string) error {
 	switch k {
 	case "Signatures":
 		mode, err := ParseSignatureMode(v)
-		cfg.Signatures = mode
+		cfg.Claims.Signatures = mode
 		return err
 	case "Identity":
 		key, err := w.identity(v)
-		cfg.Identity = key
+		cfg.Claims.Identity = key
 		return err
 	case "TrustedRoots":
 		for _, r := range strings.Split(v, ",") {
 			if _, err := w.identity(r); err != nil {
 				return err
 			}
-			cfg.TrustedRoots = append(cfg.TrustedRoots, w.pubOf(r))
+			cfg.Claims.TrustedRoots = append(cfg.Claims.TrustedRoots, w.pubOf(r))
 		}
 		return nil
 	case "Certificate":
@@ -187,25 +187,25 @@ func (w *scenWorld) setClaimField(cfg *Config, k, v string) error {
 // identity of its name (declared, or seeded with the name), declares
 // the Machine's identity under its name, and makes its Certificate=.
 func (w *scenWorld) giveIdentity(cfg *Config, a *scenArgs) error {
-	if cfg.Identity == nil && (cfg.Signatures != SignaturesOff || a.kv["Certificate"] != "") {
+	if cfg.Claims.Identity == nil && (cfg.Claims.Signatures != SignaturesOff || a.kv["Certificate"] != "") {
 		key, err := w.keyOf(cfg.Name)
 		if err != nil {
 			return err
 		}
-		cfg.Identity = key
+		cfg.Claims.Identity = key
 	}
-	if cfg.Identity != nil {
+	if cfg.Claims.Identity != nil {
 		if _, ok := w.ids[cfg.Name]; !ok {
-			w.addIdentity(cfg.Name, cfg.Identity)
+			w.addIdentity(cfg.Name, cfg.Claims.Identity)
 		}
 	}
 	if root := a.kv["Certificate"]; root != "" {
 		rk, _ := w.identity(root)
-		cert, err := certificate.New(rk, cfg.Name, cfg.Identity.Public().(ed25519.PublicKey), mtStart.Add(24*time.Hour))
+		cert, err := certificate.New(rk, cfg.Name, cfg.Claims.Identity.Public().(ed25519.PublicKey), mtStart.Add(24*time.Hour))
 		if err != nil {
 			return err
 		}
-		cfg.Certificate = cert
+		cfg.Claims.Certificate = cert
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 // With a cluster key every member can forge anything about any other: move
 // it, change its metadata, announce its leave, raise its incarnation, claim
 // a new life for it. With signatures on, each member holds an Ed25519 key
-// (Config.Identity) and signs the claims only it may make, which every
+// (Config.Claims.Identity) and signs the claims only it may make, which every
 // member relays unchanged: its alive (also its refutation) and its leave;
 // an accusation is signed by its accuser. The rules of who may sign what,
 // the keys names are bound to and the proofs held are internal/claims;
@@ -54,7 +54,7 @@ const (
 	SignaturesSign
 	// SignaturesRequired: as SignaturesSign, and every claim about
 	// another member must be signed: unsigned ones are dropped and counted
-	// (ClaimsUnsigned). Claims about this member itself need none: it
+	// (Claims.Unsigned). Claims about this member itself need none: it
 	// refutes what is false.
 	SignaturesRequired
 )
@@ -83,21 +83,21 @@ func ParseSignatureMode(s string) (SignatureMode, error) {
 
 // claimsConfig is the signed claims' part of cfg.
 func claimsConfig(cfg *Config) claims.Config {
-	return claims.Config{Name: cfg.Name, Label: cfg.Label, Mode: claims.Mode(cfg.Signatures),
-		Identity: cfg.Identity, Certificate: cfg.Certificate, TrustedRoots: cfg.TrustedRoots,
+	return claims.Config{Name: cfg.Name, Label: cfg.Label, Mode: claims.Mode(cfg.Claims.Signatures),
+		Identity: cfg.Claims.Identity, Certificate: cfg.Claims.Certificate, TrustedRoots: cfg.Claims.TrustedRoots,
 		MaxMembers: cfg.MaxMembers, ProbeInterval: cfg.ProbeInterval}
 }
 
 func (m *Machine) signing() bool { return m.sigs.Signing() }
 
 // SetSignatures changes the signature mode at once (see SignatureMode). A
-// Machine without Config.Identity cannot turn signatures on.
+// Machine without Config.Claims.Identity cannot turn signatures on.
 func (m *Machine) SetSignatures(now time.Time, mode SignatureMode) error {
 	if mode > SignaturesRequired {
 		return fmt.Errorf("swim: %v is not a signature mode", mode)
 	}
 	if mode != SignaturesOff && !m.sigs.HasIdentity() {
-		return fmt.Errorf("swim: signatures %v: Config.Identity is not set", mode)
+		return fmt.Errorf("swim: signatures %v: Config.Claims.Identity is not set", mode)
 	}
 	if mode != SignaturesOff && m.sigs.HasRoots() {
 		if err := m.sigs.CheckOwnCertificate(now); err != nil {
@@ -219,7 +219,7 @@ func (m *Machine) ownLifeProven(now time.Time, a *wire.Alive, src mergeSource) b
 // before the last one expires) and announces it at once.
 func (m *Machine) SetCertificate(now time.Time, cert []byte) error {
 	if !m.sigs.HasRoots() {
-		return fmt.Errorf("swim: certificate: no TrustedRoots to check it against")
+		return fmt.Errorf("swim: certificate: no Claims.TrustedRoots to check it against")
 	}
 	if err := m.sigs.SetCertificate(now, cert); err != nil {
 		return fmt.Errorf("swim: certificate of %q: %w", m.cfg.Name, err)
@@ -234,21 +234,21 @@ func (m *Machine) SetCertificate(now time.Time, cert []byte) error {
 // starts with: an identity, and with roots a certificate that names this
 // member's name and key, signed by a trusted root, not expired.
 func machineSignatures(c *Config, now time.Time) error {
-	if c.Signatures == SignaturesOff {
+	if c.Claims.Signatures == SignaturesOff {
 		return nil
 	}
-	if len(c.Identity) == 0 {
-		return &ConfigError{Field: "Identity", Reason: fmt.Sprintf("is required with Signatures %v (Memberlist generates one)", c.Signatures)}
+	if len(c.Claims.Identity) == 0 {
+		return &ConfigError{Field: "Claims.Identity", Reason: fmt.Sprintf("is required with Claims.Signatures %v (Memberlist generates one)", c.Claims.Signatures)}
 	}
-	if len(c.TrustedRoots) == 0 {
+	if len(c.Claims.TrustedRoots) == 0 {
 		return nil
 	}
-	if len(c.Certificate) == 0 {
-		return &ConfigError{Field: "Certificate", Reason: "is required with TrustedRoots and Signatures on"}
+	if len(c.Claims.Certificate) == 0 {
+		return &ConfigError{Field: "Claims.Certificate", Reason: "is required with Claims.TrustedRoots and Claims.Signatures on"}
 	}
-	pub := c.Identity.Public().(ed25519.PublicKey)
-	if err := claims.VerifyCertificate(c.Certificate, c.Name, pub, c.TrustedRoots, now); err != nil {
-		return &ConfigError{Field: "Certificate", Reason: err.Error()}
+	pub := c.Claims.Identity.Public().(ed25519.PublicKey)
+	if err := claims.VerifyCertificate(c.Claims.Certificate, c.Name, pub, c.Claims.TrustedRoots, now); err != nil {
+		return &ConfigError{Field: "Claims.Certificate", Reason: err.Error()}
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ func TestUnsignedClusterSwitchesToSignatures(t *testing.T) {
 	}
 	require.Zero(t, countEvents(members, EventSuspect), "suspicions during the switch: %s", views(members))
 	require.Zero(t, sumStats(members, func(s MemberlistStats) uint64 {
-		return s.ClaimsUnsigned + s.ClaimsForged + s.KeyConflicts
+		return s.Claims.Unsigned + s.Claims.Forged + s.Claims.KeyConflicts
 	}), "claims refused during the switch")
 	require.Eventually(t, func() bool {
 		for _, m := range members {
@@ -62,12 +62,12 @@ func (m *testMember) machineBound(o *testMember) bool {
 // claims required, and a certificate from issuer valid until notAfter.
 func certConfig(t *testing.T, name string, roots []ed25519.PublicKey, issuer ed25519.PrivateKey, notAfter time.Time) *Config {
 	c := testConfig(name)
-	_, c.Identity, _ = ed25519.GenerateKey(nil)
-	c.Signatures = SignaturesRequired
-	c.TrustedRoots = roots
-	cert, err := certificate.New(issuer, name, c.Identity.Public().(ed25519.PublicKey), notAfter)
+	_, c.Claims.Identity, _ = ed25519.GenerateKey(nil)
+	c.Claims.Signatures = SignaturesRequired
+	c.Claims.TrustedRoots = roots
+	cert, err := certificate.New(issuer, name, c.Claims.Identity.Public().(ed25519.PublicKey), notAfter)
 	require.NoError(t, err)
-	c.Certificate = cert
+	c.Claims.Certificate = cert
 	return c
 }
 
@@ -107,6 +107,6 @@ func TestCertificateErrors(t *testing.T) {
 		awaitTraffic(t, m, 3)
 	}
 	requireNotMembers(t, members, "foreign")
-	require.Positive(t, members[1].Stats().CertificatesRefused)
+	require.Positive(t, members[1].Stats().Claims.CertificatesRefused)
 	require.Zero(t, countEvents(members, EventSuspect))
 }

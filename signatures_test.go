@@ -34,9 +34,9 @@ var mtForgerAddr = netip.MustParseAddrPort("10.9.9.9:7946")
 // signedConfig is mtConfig with signatures in mode.
 func signedConfig(mode SignatureMode) *Config {
 	c := mtConfig()
-	c.Signatures = mode
+	c.Claims.Signatures = mode
 	if mode != SignaturesOff {
-		c.Identity = mtKey(0)
+		c.Claims.Identity = mtKey(0)
 	}
 	return c
 }
@@ -173,8 +173,8 @@ func TestForgedClaimsRefused(t *testing.T) {
 					require.Equal(t, StateAlive, mb.State)
 					require.Empty(t, out.eventsAbout(mtPeer(3)))
 					after := h.m.Stats()
-					refused := after.ClaimsUnsigned + after.ClaimsForged + after.KeyConflicts -
-						st.ClaimsUnsigned - st.ClaimsForged - st.KeyConflicts
+					refused := after.Claims.Unsigned + after.Claims.Forged + after.Claims.KeyConflicts -
+						st.Claims.Unsigned - st.Claims.Forged - st.Claims.KeyConflicts
 					require.Equal(t, uint64(1), refused, "refused and counted once")
 				})
 			}
@@ -213,8 +213,8 @@ func TestForgedEarlierLifeRefused(t *testing.T) {
 			require.False(t, h.m.Status().NameYielded)
 			require.Equal(t, StateAlive, h.m.LocalMember().State)
 			st := h.m.Stats()
-			require.Equal(t, uint64(1), st.ClaimsUnsigned+st.KeyConflicts)
-			require.Zero(t, st.NameConflicts)
+			require.Equal(t, uint64(1), st.Claims.Unsigned+st.Claims.KeyConflicts)
+			require.Zero(t, st.Lives.NameConflicts)
 		})
 	}
 }
@@ -238,9 +238,9 @@ func TestSignedClaimsTakenAndRelayed(t *testing.T) {
 	}
 	require.True(t, relayed)
 
-	verified := h.m.Stats().SignaturesVerified
+	verified := h.m.Stats().Claims.SignaturesVerified
 	h.feed(mtPeerAddr(2), a)
-	require.Equal(t, verified, h.m.Stats().SignaturesVerified, "a stale copy is not verified again")
+	require.Equal(t, verified, h.m.Stats().Claims.SignaturesVerified, "a stale copy is not verified again")
 
 	d := &wire.Dead{Name: mtPeer(4), Incarnation: 1, From: mtPeer(4), Left: true, Life: mtLife(4, 0)}
 	d.Sig = claims.Sign(mtKey(4), claims.AppendLeave(nil, h.cfg.Label, mtPeer(4), 1, mtLife(4, 0)))
@@ -268,8 +268,8 @@ func TestAccusationsAccountable(t *testing.T) {
 	mb, _ := h.m.Member(mtPeer(3))
 	require.Equal(t, StateAlive, mb.State)
 	st := h.m.Stats()
-	require.Equal(t, uint64(1), st.ClaimsUnsigned)
-	require.Equal(t, uint64(1), st.ClaimsForged)
+	require.Equal(t, uint64(1), st.Claims.Unsigned)
+	require.Equal(t, uint64(1), st.Claims.Forged)
 
 	s := accuse(mtPeer(3), mtPeer(1), mtKey(1), mtLife(3, 0))
 	h.feed(mtPeerAddr(1), s)
@@ -295,7 +295,7 @@ func TestAccusationsAccountable(t *testing.T) {
 	taken, limited = h.m.AccusationsBy(mtPeer(1))
 	require.Equal(t, uint64(claims.AccuserBurst), taken)
 	require.Equal(t, uint64(57+1-claims.AccuserBurst), limited)
-	require.Equal(t, limited, h.m.Stats().AccusationsLimited)
+	require.Equal(t, limited, h.m.Stats().Claims.AccusationsLimited)
 	// Refilled with time: one per probe interval.
 	h.tick(h.now.Add(3 * h.cfg.ProbeInterval))
 	h.feed(mtPeerAddr(1), accuse(mtPeer(60), mtPeer(1), mtKey(1), mtLife(60, 0)))
@@ -319,7 +319,7 @@ func TestSignModeTakesUnsignedFromUnswitched(t *testing.T) {
 	h.feed(mtPeerAddr(1), h.peerAlive(1, 2, mtPeerAddr(1), []byte("m"), false))
 	mb, _ = h.m.Member(mtPeer(1))
 	require.Empty(t, mb.Meta, "an unsigned claim about a member that signs")
-	require.Equal(t, uint64(1), h.m.Stats().ClaimsUnsigned)
+	require.Equal(t, uint64(1), h.m.Stats().Claims.Unsigned)
 }
 
 // A restart under a fresh identity (a new life, a new key) is taken once
@@ -359,15 +359,15 @@ func TestSignatureModesAreClaimsModes(t *testing.T) {
 
 func TestSignaturesConfig(t *testing.T) {
 	c := signedConfig(SignaturesRequired)
-	c.Identity = nil
+	c.Claims.Identity = nil
 	_, err := NewMachine(c, mtSelfAddr, nil, mtStart)
-	require.ErrorContains(t, err, "Identity")
+	require.ErrorContains(t, err, "Claims.Identity")
 	c = signedConfig(SignaturesRequired)
-	c.Identity = c.Identity[:10]
-	require.ErrorContains(t, c.Validate(), "Identity")
+	c.Claims.Identity = c.Claims.Identity[:10]
+	require.ErrorContains(t, c.Validate(), "Claims.Identity")
 	c = signedConfig(SignaturesRequired)
-	c.Signatures = 7
-	require.ErrorContains(t, c.Validate(), "Signatures")
+	c.Claims.Signatures = 7
+	require.ErrorContains(t, c.Validate(), "Claims.Signatures")
 	m, err := ParseSignatureMode("required")
 	require.NoError(t, err)
 	require.Equal(t, SignaturesRequired, m)
@@ -384,11 +384,11 @@ func TestCertificateJoinRefusedAtTheSeed(t *testing.T) {
 	certified := func(name string, key int, issuer ed25519.PrivateKey, roots []ed25519.PublicKey, notAfter time.Time) *Config {
 		c := signedConfig(SignaturesRequired)
 		c.Name = name
-		c.Identity = mtKey(key)
-		c.TrustedRoots = roots
+		c.Claims.Identity = mtKey(key)
+		c.Claims.TrustedRoots = roots
 		cert, err := certificate.New(issuer, name, mtPub(key), notAfter)
 		require.NoError(t, err)
-		c.Certificate = cert
+		c.Claims.Certificate = cert
 		return c
 	}
 	trusted := []ed25519.PublicKey{rootPub}
@@ -410,7 +410,7 @@ func TestCertificateJoinRefusedAtTheSeed(t *testing.T) {
 	err = join(certified("foreign", 3, other, []ed25519.PublicKey{rootPub, otherPub}, mtStart.Add(time.Hour)), mtStart)
 	require.ErrorIs(t, err, ErrJoinRefused)
 	require.ErrorContains(t, err, "not signed by a trusted root")
-	require.Equal(t, uint64(2), seed.Stats().CertificatesRefused)
+	require.Equal(t, uint64(2), seed.Stats().Claims.CertificatesRefused)
 	require.Equal(t, 1, seed.NumMembers())
 	require.NoError(t, join(certified("good", 4, root, trusted, mtStart.Add(time.Hour)), mtStart))
 }
@@ -497,5 +497,5 @@ func TestPushPullProofsWhereNeeded(t *testing.T) {
 	require.NoError(t, err)
 	mb, _ := h.m.Member(mtPeer(6))
 	require.Equal(t, uint64(1), mb.Incarnation)
-	require.Equal(t, before.ClaimsUnsigned, h.m.Stats().ClaimsUnsigned)
+	require.Equal(t, before.Claims.Unsigned, h.m.Stats().Claims.Unsigned)
 }

@@ -148,5 +148,5 @@ func TestRestartUnderSameName(t *testing.T) {
 		return true
 	}, formTimeout, pollEvery, "the restarted member is not seen at its new address: %s", views(ms[:2]))
 	require.Eventually(t, func() bool { return again.NumMembers() == 3 }, formTimeout, pollEvery)
-	require.Zero(t, again.Stats().NameConflicts, "its previous life answers nothing: no conflict")
+	require.Zero(t, again.Stats().Lives.NameConflicts, "its previous life answers nothing: no conflict")
 }

@@ -31,9 +31,9 @@ type Status struct {
 	// life of its name is alive; Join waits for the answer.
 	LifeChecksPending bool
 	// NameYielded: this member gave its name up to another live process
-	// (see Config.OnNameConflict); Join then returns ErrNameConflict.
+	// (see Config.Admission.NameConflict); Join then returns ErrNameConflict.
 	NameYielded bool
-	// Partitioned: the partition alarm is raised (Config.PartitionShare).
+	// Partitioned: the partition alarm is raised (Config.Partition.Share).
 	Partitioned bool
 	// MembersRefused and PushPullsRefused are Stats' counters of the same
 	// names, without copying the rest, for a driver that reports

@@ -58,7 +58,7 @@ func (v *treeView) Eligible(f func(id uint32)) {
 func (m *Machine) newTree() {
 	m.tree = plumtree.New(plumtree.Config{
 		Self:          m.selfName,
-		On:            m.cfg.BroadcastTree,
+		On:            m.cfg.Broadcasts.Trees,
 		MaxOrigins:    m.cfg.MaxMembers,
 		RetainBytes:   m.cfg.broadcastRetainBytes(),
 		FlushInterval: m.cfg.treeFlushInterval(),
@@ -68,7 +68,7 @@ func (m *Machine) newTree() {
 }
 
 // treeOn reports whether this member takes part in trees.
-func (m *Machine) treeOn() bool { return m.cfg.BroadcastTree }
+func (m *Machine) treeOn() bool { return m.cfg.Broadcasts.Trees }
 
 // treeCapable reports whether s is a member broadcasts reach by tree.
 func (m *Machine) treeCapable(s *memberState) bool {
@@ -185,7 +185,7 @@ func (m *Machine) treeTellNeighbors(now time.Time, s *memberState) {
 			told[n] = id
 			n++
 			m.send(m.addrOf(m.entry(id)), msg)
-			m.stats.TreeSuspicionsTold++
+			m.stats.Trees.SuspicionsTold++
 		}
 	}
 }
@@ -239,12 +239,12 @@ func (m *Machine) treeOriginate(now time.Time, msg *wire.Broadcast, frame []byte
 
 // treeBackedUp reports whether this member's tree links hold so much
 // that its own broadcasts must wait: half a link's bound on one link, or
-// UserBroadcastLimit of its own not yet flushed.
+// Broadcasts.QueueLimit of its own not yet flushed.
 func (m *Machine) treeBackedUp() bool {
 	if !m.treeOn() {
 		return false
 	}
-	return len(m.treeNotify) >= m.cfg.UserBroadcastLimit || m.tree.BackedUp()
+	return len(m.treeNotify) >= m.cfg.Broadcasts.QueueLimit || m.tree.BackedUp()
 }
 
 // treePiggyback adds the announcements pending for the neighbor at to to
@@ -266,25 +266,25 @@ func (m *Machine) treePiggyback(frames [][]byte, budget int, to netip.AddrPort) 
 // treeStats puts the trees' counters and gauges in s.
 func (m *Machine) treeStats(s *Stats) {
 	ts := m.tree.Stats()
-	s.TreePushesSent = ts.PushesSent
-	s.TreePushesDropped = ts.PushesDropped
-	s.TreeRedundant = ts.Redundant
-	s.TreePrunesSent = ts.PrunesSent
-	s.TreePrunesReceived = ts.PrunesReceived
-	s.TreeAnnouncementsSent = ts.AnnouncementsSent
-	s.TreeAnnouncementsReceived = ts.AnnouncementsReceived
-	s.TreeGraftsSent = ts.GraftsSent
-	s.TreeGraftsReceived = ts.GraftsReceived
-	s.TreeJoinsSent = ts.JoinsSent
-	s.TreeJoinsReceived = ts.JoinsReceived
-	s.TreeGraftsUnknown = ts.GraftsUnknown
-	s.TreeGraftsAbandoned = ts.GraftsAbandoned
-	s.TreeRefused = ts.Refused
-	s.TreeStateForgotten = ts.StateForgotten
+	s.Trees.PushesSent = ts.PushesSent
+	s.Trees.PushesDropped = ts.PushesDropped
+	s.Trees.Redundant = ts.Redundant
+	s.Trees.PrunesSent = ts.PrunesSent
+	s.Trees.PrunesReceived = ts.PrunesReceived
+	s.Trees.AnnouncementsSent = ts.AnnouncementsSent
+	s.Trees.AnnouncementsReceived = ts.AnnouncementsReceived
+	s.Trees.GraftsSent = ts.GraftsSent
+	s.Trees.GraftsReceived = ts.GraftsReceived
+	s.Trees.JoinsSent = ts.JoinsSent
+	s.Trees.JoinsReceived = ts.JoinsReceived
+	s.Trees.GraftsUnknown = ts.GraftsUnknown
+	s.Trees.GraftsAbandoned = ts.GraftsAbandoned
+	s.Trees.Refused = ts.Refused
+	s.Trees.StateForgotten = ts.StateForgotten
 	s.EncodeErrors += ts.EncodeErrors
-	s.TreePeers = ts.Peers
-	s.TreeLazyLinks = ts.LazyLinks
-	s.TreeQueueBytes = ts.QueueBytes
-	s.TreeRetainedBytes = ts.RetainedBytes
-	s.TreeMissing = ts.Missing
+	s.Trees.Peers = ts.Peers
+	s.Trees.LazyLinks = ts.LazyLinks
+	s.Trees.QueueBytes = ts.QueueBytes
+	s.Trees.RetainedBytes = ts.RetainedBytes
+	s.Trees.Missing = ts.Missing
 }

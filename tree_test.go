@@ -110,7 +110,7 @@ func TestTreePushesToNeighborsOnly(t *testing.T) {
 	}
 	require.Equal(t, []Outcome{{ID: id}}, out.Outcomes)
 	require.Zero(t, h.m.uq.Len(), "no gossip among members on the trees")
-	require.Equal(t, uint64(len(nb)), h.m.Stats().TreePushesSent)
+	require.Equal(t, uint64(len(nb)), h.m.Stats().Trees.PushesSent)
 }
 
 // treePeerPair returns two of h's neighbors, by index.
@@ -150,9 +150,9 @@ func TestTreeDuplicatePrunes(t *testing.T) {
 	require.ElementsMatch(t, []*wire.Prune{{Origin: ""}, {Origin: origin}}, prunes[mtPeerAddr(b)], "the shared tree and origin's")
 	require.Empty(t, prunes[mtPeerAddr(a)], "the first link stays eager")
 	st := h.m.Stats()
-	require.Equal(t, uint64(1), st.TreeRedundant)
-	require.Equal(t, uint64(2), st.TreePrunesSent)
-	require.Equal(t, 2, st.TreeLazyLinks)
+	require.Equal(t, uint64(1), st.Trees.Redundant)
+	require.Equal(t, uint64(2), st.Trees.PrunesSent)
+	require.Equal(t, 2, st.Trees.LazyLinks)
 
 	// b prunes the shared tree's link too: the first broadcast of another
 	// origin is announced to b, pushed to the others.
@@ -255,7 +255,7 @@ func TestTreeOwnTrees(t *testing.T) {
 	require.Equal(t, []*wire.Prune{{Origin: origin}}, treeMsgs[*wire.Prune](out.Packets)[mtPeerAddr(b)])
 	// b's link is out of the shared tree, origin's, and other's (whose
 	// first broadcast found it out of the shared tree).
-	require.Equal(t, 3, h.m.Stats().TreeLazyLinks)
+	require.Equal(t, 3, h.m.Stats().Trees.LazyLinks)
 }
 
 // A Graft naming origins (sent by a member whose neighbor on those trees
@@ -281,7 +281,7 @@ func TestTreeJoinsNamedOrigins(t *testing.T) {
 	require.True(t, h.m.tree.Eager(pb, origin))
 	require.True(t, h.m.tree.Eager(pb, ""))
 	require.False(t, h.m.tree.Settled(pb), "a joined shared link can be pruned again")
-	require.Equal(t, uint64(2), h.m.Stats().TreeJoinsReceived)
+	require.Equal(t, uint64(2), h.m.Stats().Trees.JoinsReceived)
 	h.feed(mtPeerAddr(a), &wire.Broadcast{Origin: origin, Epoch: 1, Seq: 2, Payload: []byte("y")})
 	out := h.treeSettle(time.Second)
 	pushed, _ := pushedAndAnnounced(out, mtPeerAddr(b))
@@ -311,7 +311,7 @@ func TestTreeTellsSuspectsNeighbors(t *testing.T) {
 	}
 	require.NotEmpty(t, told)
 	require.LessOrEqual(t, len(told), 2*plumtree.Rings)
-	require.Equal(t, uint64(len(told)), h.m.Stats().TreeSuspicionsTold)
+	require.Equal(t, uint64(len(told)), h.m.Stats().Trees.SuspicionsTold)
 	ts := h.m.lookup(target)
 	var ring []uint32 // the members a ring may hold: the live ones, this one included
 	h.m.ring.each(func(id uint32) {
@@ -353,14 +353,14 @@ func peerIndex(t *testing.T, name string) int {
 	return 0
 }
 
-// An announced broadcast that does not come within TreeGraftTimeout is
+// An announced broadcast that does not come within Broadcasts.GraftTimeout is
 // grafted from its announcer (Plumtree §3.2); once it comes it is
 // delivered, and the announcement is forgotten.
 func TestTreeGraftsWhatIsAnnounced(t *testing.T) {
 	h := newTreeMT(t, 8)
 	id := TreeID(mtPeer(5), 9, 1)
 	h.feed(mtPeerAddr(3), &wire.IHave{IDs: []uint64{id}})
-	require.Equal(t, 1, h.m.Stats().TreeMissing)
+	require.Equal(t, 1, h.m.Stats().Trees.Missing)
 	out := h.treeSettle(h.cfg.treeGraftTimeout() + 50*time.Millisecond)
 	require.Equal(t, []*wire.Graft{{IDs: []uint64{id}}}, broadcastGrafts(out.Packets)[mtPeerAddr(3)])
 	h.feed(mtPeerAddr(3), &wire.Broadcast{Origin: mtPeer(5), Epoch: 9, Seq: 1, Payload: []byte("late")})
@@ -368,8 +368,8 @@ func TestTreeGraftsWhatIsAnnounced(t *testing.T) {
 	require.Equal(t, []Message{{Kind: MessageBroadcast, From: mtPeer(5), Payload: []byte("late")}}, out.Messages)
 	require.Empty(t, broadcastGrafts(out.Packets), "no graft once it came")
 	st := h.m.Stats()
-	require.Zero(t, st.TreeMissing)
-	require.Equal(t, uint64(1), st.TreeGraftsSent)
+	require.Zero(t, st.Trees.Missing)
+	require.Equal(t, uint64(1), st.Trees.GraftsSent)
 }
 
 // A broadcast announced and never sent is grafted a bounded number of
@@ -381,8 +381,8 @@ func TestTreeGraftsGiveUp(t *testing.T) {
 	out := h.treeSettle(time.Minute)
 	require.Len(t, broadcastGrafts(out.Packets)[mtPeerAddr(3)], plumtree.GraftTries)
 	st := h.m.Stats()
-	require.Equal(t, uint64(1), st.TreeGraftsAbandoned)
-	require.Zero(t, st.TreeMissing)
+	require.Equal(t, uint64(1), st.Trees.GraftsAbandoned)
+	require.Zero(t, st.Trees.Missing)
 }
 
 // Hostile input: tree messages from an address that is no member are
@@ -402,15 +402,15 @@ func TestTreeRefusesStrangersAndBounds(t *testing.T) {
 		require.NotEqual(t, mtStranger, p.To, "sent to a stranger")
 	}
 	st := h.m.Stats()
-	require.Equal(t, uint64(3), st.TreeRefused)
-	require.Zero(t, st.TreeMissing)
-	require.Zero(t, st.TreeGraftsReceived)
+	require.Equal(t, uint64(3), st.Trees.Refused)
+	require.Zero(t, st.Trees.Missing)
+	require.Zero(t, st.Trees.GraftsReceived)
 
 	// A member grafting what is not retained here gets no broadcast.
 	h.feed(mtPeerAddr(2), &wire.Graft{IDs: []uint64{1, 2, 3}})
 	out = h.treeSettle(time.Second)
 	require.Empty(t, treeMsgs[*wire.Broadcast](out.Packets))
-	require.Equal(t, uint64(3), h.m.Stats().TreeGraftsUnknown)
+	require.Equal(t, uint64(3), h.m.Stats().Trees.GraftsUnknown)
 
 	// Announcements without end: at most plumtree.MaxMissing remembered.
 	for i := range plumtree.MaxMissing/wire.MaxTreeIDs + 2 {
@@ -421,8 +421,8 @@ func TestTreeRefusesStrangersAndBounds(t *testing.T) {
 		h.feed(mtPeerAddr(4), &wire.IHave{IDs: ids})
 	}
 	st = h.m.Stats()
-	require.Equal(t, plumtree.MaxMissing, st.TreeMissing)
-	require.Equal(t, uint64(3+2*wire.MaxTreeIDs), st.TreeRefused)
+	require.Equal(t, plumtree.MaxMissing, st.Trees.Missing)
+	require.Equal(t, uint64(3+2*wire.MaxTreeIDs), st.Trees.Refused)
 }
 
 // A member of an older release gets broadcasts by gossip while the others
@@ -444,11 +444,11 @@ func TestTreeOlderPeersByGossip(t *testing.T) {
 }
 
 // Backpressure: while this member's own broadcasts wait unsent beyond
-// UserBroadcastLimit, Broadcast refuses with ErrBroadcastQueueFull and
+// Broadcasts.QueueLimit, Broadcast refuses with ErrBroadcastQueueFull and
 // BroadcastBackedUp says so; a flush makes room.
 func TestBroadcastQueueFull(t *testing.T) {
 	cfg := mtConfig()
-	cfg.UserBroadcastLimit = 4
+	cfg.Broadcasts.QueueLimit = 4
 	h := newMT(t, cfg)
 	h.join(mtMemberV(1, wire.ProtocolTree), mtMemberV(2, wire.ProtocolTree))
 	for range 4 {
@@ -465,21 +465,21 @@ func TestBroadcastQueueFull(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// The broadcasts retained for grafts stay within BroadcastRetainBytes,
+// The broadcasts retained for grafts stay within Broadcasts.RetainBytes,
 // and a graft for one dropped gets nothing.
 func TestTreeRetainBounded(t *testing.T) {
 	cfg := mtConfig()
-	cfg.BroadcastRetainBytes = 4096
+	cfg.Broadcasts.RetainBytes = 4096
 	h := newMT(t, cfg)
 	h.join(mtMemberV(1, wire.ProtocolTree), mtMemberV(2, wire.ProtocolTree))
 	for range 100 {
 		_, err := h.m.Broadcast(h.now, "", make([]byte, 200))
 		require.NoError(t, err)
 		h.treeSettle(10 * time.Millisecond)
-		require.LessOrEqual(t, h.m.Stats().TreeRetainedBytes, cfg.BroadcastRetainBytes)
+		require.LessOrEqual(t, h.m.Stats().Trees.RetainedBytes, cfg.Broadcasts.RetainBytes)
 	}
 	h.feed(mtPeerAddr(1), &wire.Graft{IDs: []uint64{TreeID(mtSelf, h.m.bcastEpoch, 1), TreeID(mtSelf, h.m.bcastEpoch, 100)}})
 	out := h.treeSettle(50 * time.Millisecond)
 	require.Len(t, treeMsgs[*wire.Broadcast](out.Packets)[mtPeerAddr(1)], 1, "only the one still retained")
-	require.Equal(t, uint64(1), h.m.Stats().TreeGraftsUnknown)
+	require.Equal(t, uint64(1), h.m.Stats().Trees.GraftsUnknown)
 }

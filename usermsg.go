@@ -87,7 +87,7 @@ var (
 	// (Memberlist.BroadcastWait).
 	ErrBroadcastQueueFull = errors.New("swim: broadcast queue full")
 	// ErrBroadcastDropped: the broadcast queue was over its bounds
-	// (UserBroadcastLimit, UserBroadcastBytes) and this one, among the
+	// (Broadcasts.QueueLimit, Broadcasts.QueueBytes) and this one, among the
 	// most sent, made room.
 	ErrBroadcastDropped = errors.New("swim: broadcast dropped from the full queue")
 	// ErrNotAcknowledged: the receiver answered a SendReliable with
@@ -113,7 +113,7 @@ func (m *Machine) SendBestEffort(now time.Time, to string, payload []byte) error
 	if room := m.packetBudget() - wire.CompoundHeaderMax - wire.FrameOverheadMax; len(frame) > room {
 		return fmt.Errorf("%w: %d bytes framed, the packet budget leaves %d", ErrMessageTooLarge, len(frame), room)
 	}
-	m.stats.MessagesSent++
+	m.stats.Messages.Sent++
 	m.send(m.addrOf(s), msg)
 	return nil
 }
@@ -135,7 +135,7 @@ func (m *Machine) SendReliable(now time.Time, to string, payload []byte, timeout
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrMessageTooLarge, err)
 	}
-	m.stats.MessagesSent++
+	m.stats.Messages.Sent++
 	return m.startStream(now, m.addrOf(s), streamUser, data, timeout), nil
 }
 
@@ -158,7 +158,7 @@ func (m *Machine) messageTarget(to string) (*memberState, error) {
 // Broadcast sends payload to every other member and returns the ID under
 // which its Outcome is reported: once it is pushed along this member's
 // tree links (tree.go), or, while some member reads only gossip (a
-// release before wire.ProtocolTree, or BroadcastTree off), once it has
+// release before wire.ProtocolTree, or Broadcasts.Trees off), once it has
 // been gossiped as often as any delta is; or when it was replaced or
 // dropped. A non-empty key makes it replace this member's pending
 // broadcast with the same key, here and in every queue it reaches: only
@@ -197,7 +197,7 @@ func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, 
 	m.bcastSeq++
 	m.streamID++ // the IDs of streams and broadcasts are drawn from one counter
 	id := m.streamID
-	m.stats.BroadcastsQueued++
+	m.stats.Broadcasts.Queued++
 	gossip := m.gossipsBroadcasts()
 	if m.treeOn() {
 		notify := id // reported by the next flush
@@ -271,7 +271,7 @@ func (m *Machine) piggyback(frames [][]byte, budget int, to netip.AddrPort) [][]
 // sender is the member it names.
 func (m *Machine) handleUser(from netip.AddrPort, sender *memberState, msg *wire.User) {
 	if sender == nil || m.nameOf(sender) != msg.From {
-		m.stats.MessagesRefused++
+		m.stats.Messages.Refused++
 		return
 	}
 	m.deliver(Message{Kind: MessageBestEffort, From: msg.From, Payload: msg.Payload})
@@ -283,7 +283,7 @@ func (m *Machine) handleUser(from netip.AddrPort, sender *memberState, msg *wire
 // member's address is on the same host.
 func (m *Machine) handleStreamUser(from netip.AddrPort, req []byte) ([]byte, error) {
 	if limit := m.cfg.maxMessageSize() + wire.MaxNameLen + 16; len(req) > limit {
-		m.stats.MessagesRefused++
+		m.stats.Messages.Refused++
 		return nil, fmt.Errorf("%w: a message of %d bytes, over MaxMessageSize %d", ErrMessageTooLarge, len(req), m.cfg.maxMessageSize())
 	}
 	msgs, err := wire.DecodeStreamPacket(req)
@@ -296,7 +296,7 @@ func (m *Machine) handleStreamUser(from netip.AddrPort, req []byte) ([]byte, err
 	}
 	s := m.lookup(msg.From)
 	if s == nil || s == m.self || !s.live() || m.addrOf(s).Addr().Unmap() != from.Addr().Unmap() {
-		m.stats.MessagesRefused++
+		m.stats.Messages.Refused++
 		return nil, fmt.Errorf("swim: a message from %s in the name of %q, not a live member there", from, msg.From)
 	}
 	m.deliver(Message{Kind: MessageReliable, From: msg.From, Payload: msg.Payload})
@@ -330,7 +330,7 @@ func userReply(resp []byte, err error) error {
 // Receive), kept with or without them.
 func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.Broadcast) {
 	if sender == nil {
-		m.stats.MessagesRefused++
+		m.stats.Messages.Refused++
 		return
 	}
 	from := m.treeFrom(sender)
@@ -338,18 +338,18 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 	m.treeOutput()
 	switch verdict {
 	case plumtree.Refused:
-		m.stats.BroadcastsRefused++
+		m.stats.Broadcasts.Refused++
 		return
 	case plumtree.Duplicate:
-		m.stats.BroadcastsDuplicate++
+		m.stats.Broadcasts.Duplicate++
 		return
 	case plumtree.Stale:
-		m.stats.BroadcastsStale++
+		m.stats.Broadcasts.Stale++
 		return
 	case plumtree.Own:
 		return
 	}
-	m.stats.BroadcastsDelivered++
+	m.stats.Broadcasts.Delivered++
 	m.deliver(Message{Kind: MessageBroadcast, From: msg.Origin, Key: msg.Key, Payload: msg.Payload})
 	m.observeBroadcastDelay(now, msg.Sent)
 	frame, err := wire.AppendFrame(nil, msg)
@@ -366,7 +366,7 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 
 // deliver hands a message to the driver (Ready.Messages).
 func (m *Machine) deliver(msg Message) {
-	m.stats.MessagesReceived++
+	m.stats.Messages.Received++
 	m.out.Messages = append(m.out.Messages, msg)
 }
 

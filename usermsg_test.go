@@ -70,7 +70,7 @@ func TestSendBestEffort(t *testing.T) {
 	out = h.ready()
 	require.Len(t, out.Packets, 1)
 	require.LessOrEqual(t, out.Packets[0].Len, h.cfg.PacketBudget)
-	require.Equal(t, uint64(2), h.m.Stats().MessagesSent)
+	require.Equal(t, uint64(2), h.m.Stats().Messages.Sent)
 }
 
 // A direct message is delivered only when it comes from the member it
@@ -83,8 +83,8 @@ func TestUserMessageReceived(t *testing.T) {
 	r := h.m.Ready()
 	require.Equal(t, []Message{{Kind: MessageBestEffort, From: mtPeer(1), Payload: []byte("hi")}}, r.Messages)
 	st := h.m.Stats()
-	require.Equal(t, uint64(1), st.MessagesReceived)
-	require.Equal(t, uint64(2), st.MessagesRefused)
+	require.Equal(t, uint64(1), st.Messages.Received)
+	require.Equal(t, uint64(2), st.Messages.Refused)
 }
 
 func TestSendReliable(t *testing.T) {
@@ -155,7 +155,7 @@ func TestStreamUserMessageReceived(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.m.HandleStream(h.now, dialler, big)
 	require.ErrorIs(t, err, ErrMessageTooLarge)
-	require.Equal(t, uint64(2), h.m.Stats().MessagesRefused)
+	require.Equal(t, uint64(2), h.m.Stats().Messages.Refused)
 }
 
 // gossipAll runs gossip rounds until the queues are empty, returning the
@@ -218,7 +218,7 @@ func TestBroadcastKeyReplaces(t *testing.T) {
 	h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: mtPeer(1), Epoch: epoch, Seq: 5, Key: "k", Payload: []byte("new")})
 	h.feed(mtPeerAddr(2), &wire.Broadcast{Origin: mtPeer(1), Epoch: epoch, Seq: 4, Key: "k", Payload: []byte("old")})
 	require.Equal(t, []Message{{Kind: MessageBroadcast, From: mtPeer(1), Key: "k", Payload: []byte("new")}}, h.m.Ready().Messages)
-	require.Equal(t, uint64(1), h.m.Stats().BroadcastsStale)
+	require.Equal(t, uint64(1), h.m.Stats().Broadcasts.Stale)
 	var relayed []string
 	pkts, outcomes := gossipAll(h)
 	for _, p := range pkts {
@@ -246,9 +246,9 @@ func TestBroadcastDeliveredOnce(t *testing.T) {
 	r := h.m.Ready()
 	require.Equal(t, []Message{{Kind: MessageBroadcast, From: mtPeer(1), Payload: []byte("x")}}, r.Messages)
 	st := h.m.Stats()
-	require.Equal(t, uint64(1), st.BroadcastsDelivered)
-	require.Equal(t, uint64(2), st.BroadcastsDuplicate)
-	require.Equal(t, uint64(1), st.MessagesRefused)
+	require.Equal(t, uint64(1), st.Broadcasts.Delivered)
+	require.Equal(t, uint64(2), st.Broadcasts.Duplicate)
+	require.Equal(t, uint64(1), st.Messages.Refused)
 }
 
 // The fair budget: with both queues full, a packet carries membership
@@ -291,8 +291,8 @@ func TestFairBudget(t *testing.T) {
 // is counted and its origin told.
 func TestUserBroadcastQueueBounds(t *testing.T) {
 	cfg := mtConfig()
-	cfg.UserBroadcastLimit = 5
-	cfg.UserBroadcastBytes = 2000
+	cfg.Broadcasts.QueueLimit = 5
+	cfg.Broadcasts.QueueBytes = 2000
 	h := newMT(t, cfg)
 	h.join(mtMemberV(1, 3))
 	var ids []uint64
@@ -312,8 +312,8 @@ func TestUserBroadcastQueueBounds(t *testing.T) {
 		require.NoError(t, err)
 	}
 	st := h.m.Stats()
-	require.LessOrEqual(t, st.UserBroadcastQueueBytes, 2000)
-	require.Equal(t, uint64(8+10-st.UserBroadcastQueueLen), st.UserBroadcastsDropped)
+	require.LessOrEqual(t, st.Broadcasts.QueueBytes, 2000)
+	require.Equal(t, uint64(8+10-st.Broadcasts.QueueLen), st.Broadcasts.Dropped)
 }
 
 // The windows of delivered broadcasts are bounded by MaxMembers origins;
@@ -328,7 +328,7 @@ func TestSeenWindowsBounded(t *testing.T) {
 		h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: fmt.Sprintf("ghost-%d", i), Epoch: 1, Seq: 1})
 	}
 	require.LessOrEqual(t, h.m.tree.Stats().Origins, cfg.MaxMembers)
-	require.Zero(t, h.m.Stats().BroadcastsRefused, "invented origins make room for each other")
+	require.Zero(t, h.m.Stats().Broadcasts.Refused, "invented origins make room for each other")
 	h.feed(mtPeerAddr(1), &wire.Broadcast{Origin: mtPeer(2), Epoch: 1, Seq: 1, Payload: []byte("real")})
 	require.Contains(t, h.m.Ready().Messages, Message{Kind: MessageBroadcast, From: mtPeer(2), Payload: []byte("real")})
 }

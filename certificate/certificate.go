@@ -3,11 +3,11 @@
 // key, Parse reads one, Verify checks one as members do.
 //
 // A member certificate binds a name to an identity key until an expiry,
-// signed by one of the cluster's authorities (swim's Config.TrustedRoots).
+// signed by one of the cluster's authorities (swim's Config.Claims.TrustedRoots).
 // With roots configured, a claim about a name is taken only under a key a
 // valid certificate binds it to, so a name can be taken only with a
 // certificate: a key holder can neither take a live member's name nor
-// invent members. A member carries its own in Config.Certificate.
+// invent members. A member carries its own in Config.Claims.Certificate.
 //
 // Rotation: a member gets a new certificate (a new expiry, or a new key)
 // and restarts with it, or installs it on a running member with
@@ -16,7 +16,7 @@
 // from then on, so issue the next one well before (a fraction of the
 // lifetime, as with TLS certificates), and keep clocks within a small
 // fraction of it. Retiring a root: issue certificates from the new root,
-// add it to every member's TrustedRoots, switch each member's certificate,
+// add it to every member's Claims.TrustedRoots, switch each member's certificate,
 // then remove the old root.
 //
 // Encoding: a version byte, the name (a length byte, the bytes), the

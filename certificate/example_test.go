@@ -9,8 +9,8 @@ import (
 )
 
 // The cluster's authority certifies a member's identity key for its name;
-// the member runs with the certificate in Config.Certificate and the
-// authority's public key in Config.TrustedRoots.
+// the member runs with the certificate in Config.Claims.Certificate and the
+// authority's public key in Config.Claims.TrustedRoots.
 func Example() {
 	rootPub, root, _ := ed25519.GenerateKey(nil)
 	// The member's identity: its private key stays with it.

@@ -39,7 +39,7 @@ var DefaultSuspicionBuckets = []float64{
 // DefaultBroadcastDelayBuckets are the broadcast delay histogram's
 // buckets, in seconds: a broadcast on the trees reaches a member in a few
 // hops of a flush interval (5 ms) each, one that needed a graft in a
-// TreeGraftTimeout or more, and one by gossip in gossip rounds (200 ms on
+// Broadcasts.GraftTimeout or more, and one by gossip in gossip rounds (200 ms on
 // a LAN).
 var DefaultBroadcastDelayBuckets = []float64{
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,

@@ -3,6 +3,7 @@ package swimprom
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/swim-go/swim"
 )
@@ -74,78 +75,78 @@ var statSpecs = []statSpec{
 	{field: "LeaveChecks", name: "leave_checks_total", help: "Leaves reported by others, checked with the member before they count."},
 	{field: "DeathChecks", name: "death_checks_total", help: "Deaths reported by others of members not held suspect for long, checked with the member before they count."},
 	{field: "DeathClaimsRefuted", name: "death_claims_refuted_total", help: "Death checks the member answered: the report was wrong, or forged."},
-	{field: "MovesChecked", name: "moves_checked_total", help: "Live members reported at a new address, checked at both addresses before the move counts."},
-	{field: "MovesRefused", name: "moves_refused_total", help: "Reported moves not applied: the member answered at its old address, not at the new one, or too many were being checked."},
+	{field: "Moves.Checked", name: "moves_checked_total", help: "Live members reported at a new address, checked at both addresses before the move counts."},
+	{field: "Moves.Refused", name: "moves_refused_total", help: "Reported moves not applied: the member answered at its old address, not at the new one, or too many were being checked."},
 	{field: "LeaveClaimsUnanswered", name: "leave_claims_unanswered_total", help: "Leaves reported by others whose check the member did not answer: declared dead, not left."},
 	{field: "LeaveNoticesUnanswered", name: "leave_notices_unanswered_total", help: "Members this one, leaving, told of its leave five times with no acknowledgement."},
-	{field: "NewcomersChecked", name: "newcomers_checked_total", help: "Members not known that announced themselves (not through a member), pinged at their address before being admitted."},
-	{field: "NewcomersRefused", name: "newcomers_refused_total", help: "News of members not known not believed: a stranger's news of another, an address silent now or lately, or over the checks in flight."},
+	{field: "Admission.NewcomersChecked", name: "newcomers_checked_total", help: "Members not known that announced themselves (not through a member), pinged at their address before being admitted."},
+	{field: "Admission.NewcomersRefused", name: "newcomers_refused_total", help: "News of members not known not believed: a stranger's news of another, an address silent now or lately, or over the checks in flight."},
 	{field: "ClaimChecksRefused", name: "claim_checks_refused_total", help: "Deaths reported while the most death checks were in flight, held as suspicions instead."},
 	{field: "ProbesInconclusive", name: "probes_inconclusive_total", help: "Failed probes ended late (this member was not running in time), so no one was accused."},
 
 	// Dissemination of membership news.
-	{field: "BroadcastsDropped", name: "deltas_dropped_total", help: "Membership deltas dropped from the gossip queue because it held BroadcastQueueLimit."},
-	{field: "BroadcastQueueLen", name: "delta_queue_length", help: "Membership deltas waiting in the gossip queue."},
+	{field: "DeltasDropped", name: "deltas_dropped_total", help: "Membership deltas dropped from the gossip queue because it held DeltaQueueLimit."},
+	{field: "DeltaQueueLen", name: "delta_queue_length", help: "Membership deltas waiting in the gossip queue."},
 
 	// Applications' data.
-	{field: "MessagesSent", name: "user_messages_sent_total", help: "Application messages sent (SendBestEffort and SendReliable calls that sent)."},
-	{field: "MessagesReceived", name: "user_messages_received_total", help: "Application messages and broadcasts handed to the application."},
-	{field: "MessagesRefused", name: "user_messages_refused_total", help: "Application messages refused: from an address that is no member, in another member's name, or over MaxMessageSize."},
+	{field: "Messages.Sent", name: "user_messages_sent_total", help: "Application messages sent (SendBestEffort and SendReliable calls that sent)."},
+	{field: "Messages.Received", name: "user_messages_received_total", help: "Application messages and broadcasts handed to the application."},
+	{field: "Messages.Refused", name: "user_messages_refused_total", help: "Application messages refused: from an address that is no member, in another member's name, or over MaxMessageSize."},
 	{field: "MessagesDropped", name: "user_messages_dropped_total", help: "Application messages dropped because MessageBuffer messages were already waiting for the handler."},
 	{field: "MessagesUnhandled", name: "user_messages_unhandled_total", help: "Application messages dropped because no Config.Messages handler is set."},
-	{field: "BroadcastsQueued", name: "user_broadcasts_queued_total", help: "Application broadcasts this member started (Broadcast calls)."},
-	{field: "BroadcastsDelivered", name: "user_broadcasts_delivered_total", help: "Other members' application broadcasts received for the first time and delivered."},
-	{field: "BroadcastsDuplicate", name: "user_broadcasts_duplicate_total", help: "Application broadcasts received again, or too late to tell, and not delivered."},
-	{field: "BroadcastsRefused", name: "user_broadcasts_refused_total", help: "Application broadcasts refused because MaxMembers origins were already tracked."},
-	{field: "UserBroadcastsDropped", name: "user_broadcasts_dropped_total", help: "Application broadcasts dropped from the queue because it held UserBroadcastLimit broadcasts or UserBroadcastBytes."},
-	{field: "UserBroadcastQueueLen", name: "user_broadcast_queue_length", help: "Application broadcasts waiting to be sent or relayed."},
-	{field: "UserBroadcastQueueBytes", name: "user_broadcast_queue_bytes", help: "Bytes of the application broadcasts waiting to be sent or relayed."},
-	{field: "BroadcastsStale", name: "user_broadcasts_stale_total", help: "Keyed application broadcasts older than the value of their key already delivered: neither delivered nor passed on."},
-	{field: "TreePushesSent", name: "tree_pushes_sent_total", help: "Application broadcasts pushed to a neighbor over an eager tree link."},
-	{field: "TreePushesDropped", name: "tree_pushes_dropped_total", help: "Pushes dropped from a tree link's full queue (the newest of the link's noisiest origin)."},
-	{field: "TreeRedundant", name: "tree_redundant_total", help: "Application broadcasts received again over a tree link: the redundant receptions the trees prune away."},
-	{field: "TreePrunesSent", name: "tree_prunes_sent_total", help: "Prunes sent: links taken out of a tree (an origin's or the shared one) because a copy came twice."},
-	{field: "TreePrunesReceived", name: "tree_prunes_received_total", help: "Prunes received from neighbors."},
-	{field: "TreeAnnouncementsSent", name: "tree_announcements_sent_total", help: "Broadcast identifiers announced to lazy neighbors."},
-	{field: "TreeAnnouncementsReceived", name: "tree_announcements_received_total", help: "Broadcast identifiers announced by neighbors."},
-	{field: "TreeGraftsSent", name: "tree_grafts_sent_total", help: "Grafts sent: broadcasts announced and not received within TreeGraftTimeout, asked of an announcer."},
-	{field: "TreeGraftsReceived", name: "tree_grafts_received_total", help: "Broadcasts neighbors asked of this member in grafts (identifiers)."},
-	{field: "TreeJoinsSent", name: "tree_joins_sent_total", help: "Trees neighbors were asked to carry to this member because the neighbor that carried them was suspected (origins named in grafts)."},
-	{field: "TreeJoinsReceived", name: "tree_joins_received_total", help: "Trees neighbors asked this member to carry to them (origins named in grafts)."},
-	{field: "TreeSuspicionsTold", name: "tree_suspicions_told_total", help: "Suspicions this member raised sent at once to the suspect's tree neighbors (packets)."},
-	{field: "TreeGraftsUnknown", name: "tree_grafts_unknown_total", help: "Grafted identifiers this member does not retain: nothing sent."},
-	{field: "TreeGraftsAbandoned", name: "tree_grafts_abandoned_total", help: "Announced broadcasts never received after every graft tried."},
-	{field: "TreeRefused", name: "tree_refused_total", help: "Tree messages refused: from no live member on the trees, or over the bounds."},
-	{field: "TreeStateForgotten", name: "tree_state_forgotten_total", help: "Tree bookkeeping past its bound: a link's per-origin trees or the first-broadcast marks cleared, a key's newest value not remembered, a prune left for a later flush."},
-	{field: "TreePeers", name: "tree_peers", help: "Neighbors on the broadcast trees."},
-	{field: "TreeLazyLinks", name: "tree_lazy_links", help: "(neighbor, tree) pairs whose link only announces that tree's broadcasts; a tree is the shared one or an origin's own."},
-	{field: "TreeQueueBytes", name: "tree_queue_bytes", help: "Bytes of the pushes queued on tree links."},
-	{field: "TreeRetainedBytes", name: "tree_retained_bytes", help: "Bytes of the broadcasts retained to answer grafts (BroadcastRetainBytes bounds it)."},
-	{field: "TreeMissing", name: "tree_missing", help: "Broadcasts announced by neighbors and not yet received."},
+	{field: "Broadcasts.Queued", name: "user_broadcasts_queued_total", help: "Application broadcasts this member started (Broadcast calls)."},
+	{field: "Broadcasts.Delivered", name: "user_broadcasts_delivered_total", help: "Other members' application broadcasts received for the first time and delivered."},
+	{field: "Broadcasts.Duplicate", name: "user_broadcasts_duplicate_total", help: "Application broadcasts received again, or too late to tell, and not delivered."},
+	{field: "Broadcasts.Refused", name: "user_broadcasts_refused_total", help: "Application broadcasts refused because MaxMembers origins were already tracked."},
+	{field: "Broadcasts.Dropped", name: "user_broadcasts_dropped_total", help: "Application broadcasts dropped from the queue because it held Broadcasts.QueueLimit broadcasts or Broadcasts.QueueBytes."},
+	{field: "Broadcasts.QueueLen", name: "user_broadcast_queue_length", help: "Application broadcasts waiting to be sent or relayed."},
+	{field: "Broadcasts.QueueBytes", name: "user_broadcast_queue_bytes", help: "Bytes of the application broadcasts waiting to be sent or relayed."},
+	{field: "Broadcasts.Stale", name: "user_broadcasts_stale_total", help: "Keyed application broadcasts older than the value of their key already delivered: neither delivered nor passed on."},
+	{field: "Trees.PushesSent", name: "tree_pushes_sent_total", help: "Application broadcasts pushed to a neighbor over an eager tree link."},
+	{field: "Trees.PushesDropped", name: "tree_pushes_dropped_total", help: "Pushes dropped from a tree link's full queue (the newest of the link's noisiest origin)."},
+	{field: "Trees.Redundant", name: "tree_redundant_total", help: "Application broadcasts received again over a tree link: the redundant receptions the trees prune away."},
+	{field: "Trees.PrunesSent", name: "tree_prunes_sent_total", help: "Prunes sent: links taken out of a tree (an origin's or the shared one) because a copy came twice."},
+	{field: "Trees.PrunesReceived", name: "tree_prunes_received_total", help: "Prunes received from neighbors."},
+	{field: "Trees.AnnouncementsSent", name: "tree_announcements_sent_total", help: "Broadcast identifiers announced to lazy neighbors."},
+	{field: "Trees.AnnouncementsReceived", name: "tree_announcements_received_total", help: "Broadcast identifiers announced by neighbors."},
+	{field: "Trees.GraftsSent", name: "tree_grafts_sent_total", help: "Grafts sent: broadcasts announced and not received within Broadcasts.GraftTimeout, asked of an announcer."},
+	{field: "Trees.GraftsReceived", name: "tree_grafts_received_total", help: "Broadcasts neighbors asked of this member in grafts (identifiers)."},
+	{field: "Trees.JoinsSent", name: "tree_joins_sent_total", help: "Trees neighbors were asked to carry to this member because the neighbor that carried them was suspected (origins named in grafts)."},
+	{field: "Trees.JoinsReceived", name: "tree_joins_received_total", help: "Trees neighbors asked this member to carry to them (origins named in grafts)."},
+	{field: "Trees.SuspicionsTold", name: "tree_suspicions_told_total", help: "Suspicions this member raised sent at once to the suspect's tree neighbors (packets)."},
+	{field: "Trees.GraftsUnknown", name: "tree_grafts_unknown_total", help: "Grafted identifiers this member does not retain: nothing sent."},
+	{field: "Trees.GraftsAbandoned", name: "tree_grafts_abandoned_total", help: "Announced broadcasts never received after every graft tried."},
+	{field: "Trees.Refused", name: "tree_refused_total", help: "Tree messages refused: from no live member on the trees, or over the bounds."},
+	{field: "Trees.StateForgotten", name: "tree_state_forgotten_total", help: "Tree bookkeeping past its bound: a link's per-origin trees or the first-broadcast marks cleared, a key's newest value not remembered, a prune left for a later flush."},
+	{field: "Trees.Peers", name: "tree_peers", help: "Neighbors on the broadcast trees."},
+	{field: "Trees.LazyLinks", name: "tree_lazy_links", help: "(neighbor, tree) pairs whose link only announces that tree's broadcasts; a tree is the shared one or an origin's own."},
+	{field: "Trees.QueueBytes", name: "tree_queue_bytes", help: "Bytes of the pushes queued on tree links."},
+	{field: "Trees.RetainedBytes", name: "tree_retained_bytes", help: "Bytes of the broadcasts retained to answer grafts (Broadcasts.RetainBytes bounds it)."},
+	{field: "Trees.Missing", name: "tree_missing", help: "Broadcasts announced by neighbors and not yet received."},
 	{field: "StatesRefused", name: "user_states_refused_total", help: "Application states in peers' push-pulls over MaxStateSize, not handed to the application."},
 	{field: "StatesTooLarge", name: "user_states_too_large_total", help: "This member's application states over MaxStateSize, not sent."},
 	{field: "StateMergeErrors", name: "user_state_merge_errors_total", help: "Errors the application's MergeRemoteState returned."},
 	{field: "AckPayloadsTooLarge", name: "ack_payloads_too_large_total", help: "Ack payloads of Config.Pings over MaxAckPayload, not sent."},
 
 	// Admission.
-	{field: "AdmissionsRefused", name: "admissions_refused_total", help: "New members Config.Admit refused."},
-	{field: "JoinsRefused", name: "joins_refused_total", help: "Joins, this member's or a peer's, that Config.AdmitJoin refused."},
-	{field: "NameConflicts", name: "name_conflicts_total", help: "Second live processes found claiming this member's name."},
-	{field: "NamesYielded", name: "names_yielded_total", help: "Name conflicts this member settled by giving its name up."},
-	{field: "Restarts", name: "restarts_total", help: "New lives of members taken: restarts seen."},
-	{field: "LifeChecks", name: "life_checks_total", help: "Claims of a new life of a member checked at both lives' addresses."},
-	{field: "LivesRefused", name: "lives_refused_total", help: "Claims of a new life dropped: the held life answered, the new one did not, or it was refused lately."},
-	{field: "LifeChecksDropped", name: "life_checks_dropped_total", help: "Claims of another life not checked because too many checks were in flight; the next copy is."},
-	{field: "RestartNoticesSent", name: "restart_notices_sent_total", help: "This member's alive sent directly to each member at a restart."},
+	{field: "Admission.Refused", name: "admissions_refused_total", help: "New members Config.Admission.Admit refused."},
+	{field: "Admission.JoinsRefused", name: "joins_refused_total", help: "Joins, this member's or a peer's, that Config.Admission.Join refused."},
+	{field: "Lives.NameConflicts", name: "name_conflicts_total", help: "Second live processes found claiming this member's name."},
+	{field: "Lives.NamesYielded", name: "names_yielded_total", help: "Name conflicts this member settled by giving its name up."},
+	{field: "Lives.Restarts", name: "restarts_total", help: "New lives of members taken: restarts seen."},
+	{field: "Lives.Checks", name: "life_checks_total", help: "Claims of a new life of a member checked at both lives' addresses."},
+	{field: "Lives.Refused", name: "lives_refused_total", help: "Claims of a new life dropped: the held life answered, the new one did not, or it was refused lately."},
+	{field: "Lives.ChecksDropped", name: "life_checks_dropped_total", help: "Claims of another life not checked because too many checks were in flight; the next copy is."},
+	{field: "Lives.RestartNoticesSent", name: "restart_notices_sent_total", help: "This member's alive sent directly to each member at a restart."},
 
 	// Signed claims.
-	{field: "SignaturesMade", name: "signatures_made_total", help: "Claims this member signed: its own alives and leaves, its accusations."},
-	{field: "SignaturesVerified", name: "signatures_verified_total", help: "Signatures and certificates verified, each claim once."},
-	{field: "ClaimsUnsigned", name: "claims_unsigned_total", help: "Claims about other members dropped for want of a signature."},
-	{field: "ClaimsForged", name: "claims_forged_total", help: "Claims dropped whose signature is not their member's or their accuser's."},
-	{field: "KeyConflicts", name: "key_conflicts_total", help: "Claims dropped that bring another key for a name held under one, for the same life."},
-	{field: "CertificatesRefused", name: "certificates_refused_total", help: "Claims dropped whose certificate is missing, expired or from no trusted root."},
-	{field: "AccusationsLimited", name: "accusations_limited_total", help: "Accusations dropped past their accuser's bound."},
+	{field: "Claims.SignaturesMade", name: "signatures_made_total", help: "Claims this member signed: its own alives and leaves, its accusations."},
+	{field: "Claims.SignaturesVerified", name: "signatures_verified_total", help: "Signatures and certificates verified, each claim once."},
+	{field: "Claims.Unsigned", name: "claims_unsigned_total", help: "Claims about other members dropped for want of a signature."},
+	{field: "Claims.Forged", name: "claims_forged_total", help: "Claims dropped whose signature is not their member's or their accuser's."},
+	{field: "Claims.KeyConflicts", name: "key_conflicts_total", help: "Claims dropped that bring another key for a name held under one, for the same life."},
+	{field: "Claims.CertificatesRefused", name: "certificates_refused_total", help: "Claims dropped whose certificate is missing, expired or from no trusted root."},
+	{field: "Claims.AccusationsLimited", name: "accusations_limited_total", help: "Accusations dropped past their accuser's bound."},
 
 	// Streams and anti-entropy.
 	{field: "PushPulls", name: "push_pulls_total", help: "Push-pulls (full state exchanges over TCP) this member started: joins, periodic anti-entropy, reconnects and asks for missed members."},
@@ -168,7 +169,7 @@ var statSpecs = []statSpec{
 	{field: "EventsDropped", name: "events_dropped_total", help: "Membership events dropped because EventBuffer events were already waiting for the handler."},
 
 	// Traffic refused before the protocol saw it, by reason.
-	{field: "RefusedSource", name: "traffic_refused_total", reason: "source", help: "Packets and streams refused before the protocol saw them, by reason: source (outside AllowedCIDRs), label (no label or another one), plaintext (while encryption is required), key (no installed key opens it), tls (the inbound TLS handshake failed)."},
+	{field: "RefusedSource", name: "traffic_refused_total", reason: "source", help: "Packets and streams refused before the protocol saw them, by reason: source (outside Security.AllowedCIDRs), label (no label or another one), plaintext (while encryption is required), key (no installed key opens it), tls (the inbound TLS handshake failed)."},
 	{field: "RefusedLabel", name: "traffic_refused_total", reason: "label"},
 	{field: "RefusedPlaintext", name: "traffic_refused_total", reason: "plaintext"},
 	{field: "RefusedKey", name: "traffic_refused_total", reason: "key"},
@@ -180,6 +181,26 @@ var statSpecs = []statSpec{
 	{field: "StreamsTimedOut", name: "streams_refused_total", reason: "timed_out"},
 	{field: "StreamsTooLarge", name: "streams_refused_total", reason: "too_large"},
 	{field: "StreamsOverBudget", name: "streams_refused_total", reason: "over_budget"},
+}
+
+// fieldByPath finds the field a dotted path names in t, through the
+// groups of Stats ("Trees.PushesSent"), with the index of the whole path.
+func fieldByPath(t reflect.Type, path string) (reflect.StructField, bool) {
+	var index []int
+	var f reflect.StructField
+	for _, name := range strings.Split(path, ".") {
+		if t.Kind() != reflect.Struct {
+			return reflect.StructField{}, false
+		}
+		var ok bool
+		if f, ok = t.FieldByName(name); !ok {
+			return reflect.StructField{}, false
+		}
+		index = append(index, f.Index...)
+		t = f.Type
+	}
+	f.Index = index
+	return f, true
 }
 
 // statField is a statSpec resolved against the MemberlistStats type.
@@ -199,7 +220,7 @@ func resolveStats() []statField {
 	t := reflect.TypeFor[swim.MemberlistStats]()
 	out := make([]statField, 0, len(statSpecs))
 	for _, s := range statSpecs {
-		f, ok := t.FieldByName(s.field)
+		f, ok := fieldByPath(t, s.field)
 		if !ok {
 			panic(fmt.Sprintf("swimprom: MemberlistStats has no field %s", s.field))
 		}

@@ -18,9 +18,14 @@ func numericFields(t reflect.Type) []reflect.StructField {
 	var out []reflect.StructField
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+		if f.Type.Kind() == reflect.Struct {
+			// The embedded Stats, and its groups, whose fields are
+			// named by their path ("Trees.PushesSent").
 			for _, sub := range numericFields(f.Type) {
 				sub.Index = append([]int{i}, sub.Index...)
+				if !f.Anonymous {
+					sub.Name = f.Name + "." + sub.Name
+				}
 				out = append(out, sub)
 			}
 			continue

@@ -65,21 +65,21 @@ type options struct {
 // flagOfField names the flag that sets a Config field, so that an invalid
 // combination the library refuses is reported in the command's terms.
 var flagOfField = map[string]string{
-	"Name":           "name",
-	"BindAddr":       "bind",
-	"BindPort":       "port",
-	"AdvertiseAddr":  "advertise",
-	"AdvertisePort":  "advertise",
-	"PauseTolerance": "pause-tolerance",
-	"IndirectChecks": "indirect-checks",
-	"ProbeInterval":  "probe-interval",
-	"ProbeTimeout":   "probe-timeout",
-	"Meta":           "meta",
-	"Label":          "label",
-	"Identity":       "identity",
-	"Signatures":     "signatures",
-	"TrustedRoots":   "trusted-root",
-	"Certificate":    "cert",
+	"Name":                "name",
+	"BindAddr":            "bind",
+	"BindPort":            "port",
+	"AdvertiseAddr":       "advertise",
+	"AdvertisePort":       "advertise",
+	"PauseTolerance":      "pause-tolerance",
+	"IndirectChecks":      "indirect-checks",
+	"ProbeInterval":       "probe-interval",
+	"ProbeTimeout":        "probe-timeout",
+	"Meta":                "meta",
+	"Label":               "label",
+	"Claims.Identity":     "identity",
+	"Claims.Signatures":   "signatures",
+	"Claims.TrustedRoots": "trusted-root",
+	"Claims.Certificate":  "cert",
 }
 
 // parseFlags parses the command line; errors name the flag and match
@@ -228,8 +228,8 @@ func (o *options) config() (*swim.Config, error) {
 	cfg.BindAddr = o.bind
 	cfg.BindPort = o.port
 	cfg.Label = o.label
-	cfg.AllowedCIDRs = o.allow
-	cfg.Keys, cfg.Plaintext = o.keys, o.plaintext
+	cfg.Security.AllowedCIDRs = o.allow
+	cfg.Security.Keys, cfg.Security.Plaintext = o.keys, o.plaintext
 	if o.advertise != "" {
 		ip, port, _ := parseAdvertise(o.advertise) // checked by parseFlags
 		cfg.AdvertiseAddr, cfg.AdvertisePort = ip.String(), port
@@ -284,7 +284,7 @@ func flagError(err error) error {
 	if !errors.As(err, &ce) {
 		return nil
 	}
-	field, _, _ := strings.Cut(ce.Field, "[") // TrustedRoots[1]
+	field, _, _ := strings.Cut(ce.Field, "[") // Claims.TrustedRoots[1]
 	if f, ok := flagOfField[field]; ok {
 		return usageErr(fmt.Errorf("-%s: %s %s", f, ce.Field, ce.Reason))
 	}

@@ -261,7 +261,7 @@ func newMember(t *testing.T, keys [][]byte, mode swim.PlaintextMode) *swim.Membe
 	cfg.Name = t.Name()
 	cfg.BindAddr = "127.0.0.1"
 	cfg.BindPort = 0
-	cfg.Keys, cfg.Plaintext = keys, mode
+	cfg.Security.Keys, cfg.Security.Plaintext = keys, mode
 	ml, err := swim.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ml.Shutdown()) })

@@ -308,9 +308,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.identityMade {
 		logger.Info("made a new identity", zap.String("path", o.identityFile),
-			zap.String("key", encodeKey(cfg.Identity.Public().(ed25519.PublicKey))))
+			zap.String("key", encodeKey(cfg.Claims.Identity.Public().(ed25519.PublicKey))))
 	}
-	if c, err := certificate.Parse(cfg.Certificate); err == nil {
+	if c, err := certificate.Parse(cfg.Claims.Certificate); err == nil {
 		logger.Info("certificate", zap.String("path", o.certFile), zap.String("name", c.Name),
 			zap.Time("not_after", c.NotAfter), zap.String("root", hex.EncodeToString(c.Root[:])))
 	}
@@ -320,7 +320,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("-keyfile: %w", err)
 		}
-		cfg.Keys, cfg.Plaintext = kf.keys, kf.plaintext
+		cfg.Security.Keys, cfg.Security.Plaintext = kf.keys, kf.plaintext
 	}
 
 	out := &printer{enc: json.NewEncoder(stdout)}

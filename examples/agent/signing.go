@@ -225,20 +225,20 @@ func writeReplace(path string, data []byte, perm os.FileMode) error {
 // identity (made when its file does not exist), the trusted roots and the
 // certificate. Errors name the flag.
 func (o *options) signing(cfg *swim.Config) error {
-	cfg.Signatures = o.signatures
+	cfg.Claims.Signatures = o.signatures
 	if o.identityFile != "" {
 		key, made, err := loadIdentity(o.identityFile, func(msg string) { o.warnings = append(o.warnings, msg) })
 		if err != nil {
 			return usageErr(fmt.Errorf("-identity: %w", err))
 		}
-		cfg.Identity, o.identityMade = key, made
+		cfg.Claims.Identity, o.identityMade = key, made
 	}
 	for _, path := range o.roots {
 		r, err := readPublicKey(path)
 		if err != nil {
 			return usageErr(fmt.Errorf("-trusted-root: %w", err))
 		}
-		cfg.TrustedRoots = append(cfg.TrustedRoots, r)
+		cfg.Claims.TrustedRoots = append(cfg.Claims.TrustedRoots, r)
 	}
 	if o.certFile != "" {
 		if o.identityFile == "" {
@@ -249,7 +249,7 @@ func (o *options) signing(cfg *swim.Config) error {
 		if err != nil {
 			return usageErr(fmt.Errorf("-cert: %w", err))
 		}
-		cfg.Certificate = c
+		cfg.Claims.Certificate = c
 	}
 	return nil
 }
@@ -260,14 +260,14 @@ func (o *options) signing(cfg *swim.Config) error {
 // any mode, must be one of the roots' for this member's name and identity,
 // and not expired at now.
 func checkCertificate(cfg *swim.Config, now time.Time) error {
-	if len(cfg.Certificate) == 0 {
-		if cfg.Signatures != swim.SignaturesOff && len(cfg.TrustedRoots) > 0 {
-			return usageErr(fmt.Errorf("-signatures %s with -trusted-root needs -cert: a certificate of a trusted root for this member (agent cert)", cfg.Signatures))
+	if len(cfg.Claims.Certificate) == 0 {
+		if cfg.Claims.Signatures != swim.SignaturesOff && len(cfg.Claims.TrustedRoots) > 0 {
+			return usageErr(fmt.Errorf("-signatures %s with -trusted-root needs -cert: a certificate of a trusted root for this member (agent cert)", cfg.Claims.Signatures))
 		}
 		return nil
 	}
-	pub := cfg.Identity.Public().(ed25519.PublicKey) // -cert needs -identity
-	if err := certificate.Verify(cfg.Certificate, cfg.Name, pub, cfg.TrustedRoots, now); err != nil {
+	pub := cfg.Claims.Identity.Public().(ed25519.PublicKey) // -cert needs -identity
+	if err := certificate.Verify(cfg.Claims.Certificate, cfg.Name, pub, cfg.Claims.TrustedRoots, now); err != nil {
 		return usageErr(fmt.Errorf("-cert: %w (name %q, identity %s)", err, cfg.Name, encodeKey(pub)))
 	}
 	return nil

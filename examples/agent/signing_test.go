@@ -53,37 +53,37 @@ func TestIdentityFileMadeThenKept(t *testing.T) {
 	o, cfg, err := configOf(t, "-name", "a", "-identity", path)
 	require.NoError(t, err)
 	require.True(t, o.identityMade)
-	require.Len(t, cfg.Identity, ed25519.PrivateKeySize)
+	require.Len(t, cfg.Claims.Identity, ed25519.PrivateKeySize)
 
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	assert.Equal(t, base64.StdEncoding.EncodeToString(cfg.Identity.Seed())+"\n", string(b), "the seed, base64, on one line")
+	assert.Equal(t, base64.StdEncoding.EncodeToString(cfg.Claims.Identity.Seed())+"\n", string(b), "the seed, base64, on one line")
 
 	// The second start reads it: same key, nothing made.
 	o2, cfg2, err := configOf(t, "-name", "a", "-identity", path)
 	require.NoError(t, err)
 	require.False(t, o2.identityMade)
-	require.Equal(t, cfg.Identity, cfg2.Identity)
+	require.Equal(t, cfg.Claims.Identity, cfg2.Claims.Identity)
 	require.Empty(t, o2.warnings)
 
 	// pubkey prints its public key.
-	assert.Equal(t, encodeKey(cfg.Identity.Public().(ed25519.PublicKey)), mustCommand(t, "pubkey", path))
+	assert.Equal(t, encodeKey(cfg.Claims.Identity.Public().(ed25519.PublicKey)), mustCommand(t, "pubkey", path))
 
 	// A file others may read is used, with a warning.
 	require.NoError(t, os.Chmod(path, 0o644))
 	o3, cfg3, err := configOf(t, "-name", "a", "-identity", path)
 	require.NoError(t, err)
-	require.Equal(t, cfg.Identity, cfg3.Identity)
+	require.Equal(t, cfg.Claims.Identity, cfg3.Claims.Identity)
 	require.Len(t, o3.warnings, 1)
 	assert.Contains(t, o3.warnings[0], "readable by others")
 
 	// Without -identity the library makes a key per process.
 	_, cfg, err = configOf(t, "-name", "a")
 	require.NoError(t, err)
-	require.Nil(t, cfg.Identity)
+	require.Nil(t, cfg.Claims.Identity)
 }
 
 func TestBadIdentityFile(t *testing.T) {
@@ -123,11 +123,11 @@ func TestBadIdentityFile(t *testing.T) {
 func TestSignaturesFlag(t *testing.T) {
 	_, cfg, err := configOf(t)
 	require.NoError(t, err)
-	require.Equal(t, swim.SignaturesOff, cfg.Signatures, "off by default")
+	require.Equal(t, swim.SignaturesOff, cfg.Claims.Signatures, "off by default")
 	for _, mode := range []swim.SignatureMode{swim.SignaturesOff, swim.SignaturesSign, swim.SignaturesRequired} {
 		_, cfg, err := configOf(t, "-signatures", mode.String())
 		require.NoError(t, err)
-		require.Equal(t, mode, cfg.Signatures)
+		require.Equal(t, mode, cfg.Claims.Signatures)
 	}
 	for _, bad := range []string{"on", "", "Required"} {
 		_, err := parseFlags([]string{"-signatures", bad}, io.Discard)
@@ -251,17 +251,17 @@ func TestTrustedRootsAndCertificate(t *testing.T) {
 		"-identity", id, "-signatures", "required", "-trusted-root", r1.rootPub+","+r2.rootPub, "-trusted-root", r3.rootPub, "-cert", cert)
 	require.NoError(t, err)
 	require.Equal(t, listFlag{r1.rootPub, r2.rootPub, r3.rootPub}, o.roots)
-	require.Equal(t, []ed25519.PublicKey{r1.root, r2.root, r3.root}, cfg.TrustedRoots)
+	require.Equal(t, []ed25519.PublicKey{r1.root, r2.root, r3.root}, cfg.Claims.TrustedRoots)
 	c, err := readCertificate(cert)
 	require.NoError(t, err)
-	require.Equal(t, c, cfg.Certificate)
-	require.Equal(t, swim.SignaturesRequired, cfg.Signatures)
+	require.Equal(t, c, cfg.Claims.Certificate)
+	require.Equal(t, swim.SignaturesRequired, cfg.Claims.Signatures)
 
 	ml, err := swim.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ml.Shutdown()) })
 	require.Equal(t, swim.SignaturesRequired, ml.Signatures())
-	require.Equal(t, cfg.Identity.Public(), ml.IdentityKey())
+	require.Equal(t, cfg.Claims.Identity.Public(), ml.IdentityKey())
 
 	otherID := filepath.Join(dir, "b.id")
 	mustCommand(t, "identity", otherID)
@@ -278,7 +278,7 @@ func TestTrustedRootsAndCertificate(t *testing.T) {
 		{[]string{"-name", "a", "-identity", id, "-trusted-root", r1.rootPub, "-cert", cert},
 			"-cert: certificate not signed by a trusted root"},
 		{[]string{"-name", "a", "-identity", id, "-cert", cert},
-			"-cert: Certificate is set without TrustedRoots"},
+			"-cert: Claims.Certificate is set without Claims.TrustedRoots"},
 		{[]string{"-name", "a", "-trusted-root", r2.rootPub, "-cert", cert},
 			"-cert needs -identity"},
 		{[]string{"-name", "a", "-identity", id, "-trusted-root", r2.rootPub, "-signatures", "sign"},
@@ -312,7 +312,7 @@ func TestTrustedRootsAndCertificate(t *testing.T) {
 // field is reported under its flag.
 func TestSigningFieldsNameTheirFlags(t *testing.T) {
 	for field, flagName := range map[string]string{
-		"Identity": "identity", "Signatures": "signatures", "TrustedRoots[1]": "trusted-root", "Certificate": "cert",
+		"Claims.Identity": "identity", "Claims.Signatures": "signatures", "Claims.TrustedRoots[1]": "trusted-root", "Claims.Certificate": "cert",
 	} {
 		err := flagError(&swim.ConfigError{Field: field, Reason: "is wrong"})
 		require.ErrorIs(t, err, errUsage, field)

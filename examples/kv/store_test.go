@@ -222,7 +222,7 @@ func TestStoreCarriesWhatGossipCannot(t *testing.T) {
 	for _, m := range members {
 		require.Equal(t, want, m.store.Snapshot(), m.name)
 		st := m.ml.Stats()
-		require.Equal(t, uint64((n-1)*perMember), st.BroadcastsDelivered, "%s: every other member's write, delivered once", m.name)
+		require.Equal(t, uint64((n-1)*perMember), st.Broadcasts.Delivered, "%s: every other member's write, delivered once", m.name)
 	}
 }
 

@@ -26,7 +26,7 @@
 //   - Modes (ModeOff, ModeSign, ModeRequired), switched one member at a
 //     time: with ModeSign an unsigned claim is taken about a member not
 //     known to sign; with ModeRequired never about another member. A
-//     claim whose signature is wrong is dropped in both (ClaimsForged).
+//     claim whose signature is wrong is dropped in both (Claims.Forged).
 //   - Verified once, when news: the caller drops stale copies before
 //     asking, and a digest of every claim verified (at most maxVerified)
 //     makes the copies gossip and push-pulls bring again cost a hash.

@@ -139,7 +139,7 @@ func (t *Table) Signing() bool { return t.mode != ModeOff }
 // HasIdentity reports whether this member has a key to sign with.
 func (t *Table) HasIdentity() bool { return t.key != nil }
 
-// HasRoots reports whether an authority binds names (Config.TrustedRoots).
+// HasRoots reports whether an authority binds names (Config.Claims.TrustedRoots).
 func (t *Table) HasRoots() bool { return len(t.roots) > 0 }
 
 // Public returns this member's public key (nil without an identity); the

@@ -54,7 +54,7 @@
 //
 // Encrypted (-encrypt): a third pass runs every library at its LAN defaults
 // with encryption and a cluster label on: one fixed AES-256 test key
-// (swim: Config.Keys and Label; memberlist: SecretKey and Label) on every
+// (swim: Config.Security.Keys and Label; memberlist: SecretKey and Label) on every
 // member. Its table sets each library's figures against its own plaintext
 // LAN-defaults run, for the cost of encryption (CPU and bytes per member).
 //

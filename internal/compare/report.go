@@ -381,7 +381,7 @@ func printNotes(w io.Writer, rep *report, matched bool) {
 		add("crash phase: it goes on counting false deaths for %s after every survivor knew of the crash.", w)
 	}
 	if ranPass(rep, settingsEncrypted) {
-		add("encrypted: every member of the library holds one fixed AES-256 key and the label %q (swim: Config.Keys, Label; memberlist: SecretKey, Label);"+
+		add("encrypted: every member of the library holds one fixed AES-256 key and the label %q (swim: Config.Security.Keys, Label; memberlist: SecretKey, Label);"+
 			" both seal every packet and stream with AES-GCM and check the label. Bytes per UDP packet are UDP bytes over packets sent.", testLabel)
 	}
 	if rep.Loss > 0 {

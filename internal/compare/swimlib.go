@@ -52,7 +52,7 @@ func (swimLib) start(i int, c *harness.Counters, rec *recorder, p plan) (member,
 		cfg.GossipNodes = swimGossipNodes
 	}
 	if p.encrypted {
-		cfg.Keys = [][]byte{testKey}
+		cfg.Security.Keys = [][]byte{testKey}
 		cfg.Label = testLabel
 	}
 	t, err := harness.NewSwimTransport(c, cfg.MaxConcurrentStreams)

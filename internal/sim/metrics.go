@@ -50,7 +50,7 @@ type Metrics struct {
 
 	startCounters Counters
 	startNode     []NodeCounters
-	// startDropped is each running Machine's BroadcastsDropped when it was
+	// startDropped is each running Machine's DeltasDropped when it was
 	// first seen (at NewMetrics, or 0 when it started later); goneDropped
 	// is what crashed Machines dropped since.
 	startDropped []uint64
@@ -66,7 +66,7 @@ type Metrics struct {
 
 	spreads []*Spread // still incomplete
 
-	// final is what Traffic and BroadcastsDropped return after Stop.
+	// final is what Traffic and DeltasDropped return after Stop.
 	final struct {
 		traffic Traffic
 		dropped uint64
@@ -98,7 +98,7 @@ func NewMetrics(c *Cluster) *Metrics {
 	for i, n := range c.nodes {
 		m.startNode[i] = n.counters
 		if mc := n.Machine(); n.up && mc != nil {
-			m.startDropped[i] = mc.Stats().BroadcastsDropped
+			m.startDropped[i] = mc.Stats().DeltasDropped
 		}
 	}
 	c.metrics = append(c.metrics, m)
@@ -113,7 +113,7 @@ func (m *Metrics) Stop() {
 	}
 	m.accrue()
 	m.final.traffic = m.Traffic()
-	m.final.dropped = m.BroadcastsDropped()
+	m.final.dropped = m.DeltasDropped()
 	m.end, m.stopped = m.c.now, true
 	if i := slices.Index(m.c.metrics, m); i >= 0 {
 		m.c.metrics = slices.Delete(m.c.metrics, i, i+1)
@@ -180,7 +180,7 @@ func (m *Metrics) crashing(n *SimNode) {
 		v, _ = n.node.(viewer)
 	}
 	if mc := n.Machine(); mc != nil {
-		d := mc.Stats().BroadcastsDropped
+		d := mc.Stats().DeltasDropped
 		if int(n.index) < len(m.startDropped) {
 			d -= min(d, m.startDropped[n.index])
 			m.startDropped[n.index] = 0
@@ -504,10 +504,10 @@ func (m *Metrics) Traffic() Traffic {
 	return t
 }
 
-// BroadcastsDropped is how many deltas the members' broadcast queues
-// dropped (over BroadcastQueueLimit) since NewMetrics, crashed members
+// DeltasDropped is how many deltas the members' broadcast queues
+// dropped (over DeltaQueueLimit) since NewMetrics, crashed members
 // included.
-func (m *Metrics) BroadcastsDropped() uint64 {
+func (m *Metrics) DeltasDropped() uint64 {
 	if m.stopped {
 		return m.final.dropped
 	}
@@ -517,7 +517,7 @@ func (m *Metrics) BroadcastsDropped() uint64 {
 		if !n.up || mc == nil {
 			continue
 		}
-		d := mc.Stats().BroadcastsDropped
+		d := mc.Stats().DeltasDropped
 		if i < len(m.startDropped) {
 			d -= min(d, m.startDropped[i])
 		}
@@ -639,8 +639,8 @@ type Report struct {
 	FalseSuspicionEvents, FalseDeathEvents                 uint64
 	FalseSuspicionsPerMemberHour, FalseDeathsPerMemberHour float64
 
-	Traffic           Traffic
-	BroadcastsDropped uint64
+	Traffic       Traffic
+	DeltasDropped uint64
 }
 
 // Report returns what was measured so far.
@@ -655,7 +655,7 @@ func (m *Metrics) Report() Report {
 		FalseSuspicionEvents: m.falseSuspicionEvents,
 		FalseDeathEvents:     m.falseDeathEvents,
 		Traffic:              m.Traffic(),
-		BroadcastsDropped:    m.BroadcastsDropped(),
+		DeltasDropped:        m.DeltasDropped(),
 	}
 	if r.MemberHours > 0 {
 		r.FalseSuspicionsPerMemberHour = float64(r.FalseSuspicions) / r.MemberHours
@@ -677,7 +677,7 @@ func (r Report) String() string {
 	t := r.Traffic
 	fmt.Fprintf(&b, "traffic: %.1f packets and %.0f bytes sent per member-second (busiest %s: %.0f B/s); %d dropped by the network\n",
 		t.PacketsPerMemberSecond, t.BytesPerMemberSecond, t.Busiest, t.BusiestBytesPerSecond, t.Dropped)
-	fmt.Fprintf(&b, "broadcasts dropped by full queues: %d", r.BroadcastsDropped)
+	fmt.Fprintf(&b, "broadcasts dropped by full queues: %d", r.DeltasDropped)
 	return b.String()
 }
 

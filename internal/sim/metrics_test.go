@@ -114,7 +114,7 @@ func TestMetricsTrafficAndStop(t *testing.T) {
 	require.InDelta(t, float64(tr.PacketsSent)/memberSeconds, tr.PacketsPerMemberSecond, 1e-9)
 	require.NotEmpty(t, tr.Busiest)
 	t.Logf("%.2f packets, %.0f bytes per member-second; busiest %s at %.0f B/s", tr.PacketsPerMemberSecond, tr.BytesPerMemberSecond, tr.Busiest, tr.BusiestBytesPerSecond)
-	require.Zero(t, m.BroadcastsDropped())
+	require.Zero(t, m.DeltasDropped())
 
 	m.Stop()
 	frozen := m.Report()

@@ -17,9 +17,9 @@ import (
 func signedConfig(mode swim.SignatureMode) func(string) *swim.Config {
 	return func(name string) *swim.Config {
 		c := swim.DefaultLANConfig()
-		c.Signatures = mode
+		c.Claims.Signatures = mode
 		seed := sha256.Sum256([]byte("sim identity " + name))
-		c.Identity = ed25519.NewKeyFromSeed(seed[:])
+		c.Claims.Identity = ed25519.NewKeyFromSeed(seed[:])
 		return c
 	}
 }
@@ -40,8 +40,8 @@ func runSignedCost(t *testing.T, mode swim.SignatureMode) signedCost {
 	const n = 64
 	s := newScenario(t, 11, n, signedConfig(mode), false)
 	total := func(f func(swim.Stats) uint64) float64 { return float64(s.sumStats(s.upNames(), f)) }
-	verified := func(st swim.Stats) uint64 { return st.SignaturesVerified }
-	signed := func(st swim.Stats) uint64 { return st.SignaturesMade }
+	verified := func(st swim.Stats) uint64 { return st.Claims.SignaturesVerified }
+	signed := func(st swim.Stats) uint64 { return st.Claims.SignaturesMade }
 	bytes := func(st swim.Stats) uint64 { return st.BytesSent }
 	for i, name := range s.names[1:] {
 		s.Run(5*time.Second*time.Duration(i+1)/time.Duration(n-1) - s.Elapsed())
@@ -131,5 +131,5 @@ func TestSignedClusterHealsMissedClaims(t *testing.T) {
 	}
 	require.True(t, s.RunUntil(seen, 3*time.Minute), "the cut member never got the missed claim")
 	t.Logf("the cut member took the missed claim %v after the heal", s.Now().Sub(healed))
-	require.Zero(t, s.sumStats(s.upNames(), func(st swim.Stats) uint64 { return st.ClaimsForged + st.KeyConflicts }))
+	require.Zero(t, s.sumStats(s.upNames(), func(st swim.Stats) uint64 { return st.Claims.Forged + st.Claims.KeyConflicts }))
 }

@@ -36,7 +36,7 @@ type trafficResult struct {
 // as they do toward members of older releases.
 func gossipConfig(string) *swim.Config {
 	cfg := swim.DefaultLANConfig()
-	cfg.BroadcastTree = false
+	cfg.Broadcasts.Trees = false
 	return cfg
 }
 
@@ -143,7 +143,7 @@ func runTraffic(t testing.TB, seed uint64, n int, rate float64) trafficResult {
 	for _, name := range s.names {
 		if s.Node(name).Up() {
 			st := s.machine(name).Stats()
-			res.dropped += st.UserBroadcastsDropped + st.TreePushesDropped
+			res.dropped += st.Broadcasts.Dropped + st.Trees.PushesDropped
 		}
 	}
 	return res

@@ -123,15 +123,15 @@ func TestTreeCarriesTenTimesGossip(t *testing.T) {
 	require.True(t, s.RunUntil(s.converged, time.Minute))
 	s.Run(5 * time.Second)
 	before := s.Counters()
-	statsBefore := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.BroadcastsDelivered + st.BroadcastsDuplicate })
+	statsBefore := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.Broadcasts.Delivered + st.Broadcasts.Duplicate })
 	l.run(t, s.names, 400, 10*time.Second)
 	s.Run(5 * time.Second)
 	took := durations(l.check(t))
-	receptions := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.BroadcastsDelivered + st.BroadcastsDuplicate }) - statsBefore
+	receptions := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.Broadcasts.Delivered + st.Broadcasts.Duplicate }) - statsBefore
 	perMember := float64(receptions) / float64(len(l.sentAt)*63)
 	after := s.Counters()
 	bytes := float64(after.BytesSent-before.BytesSent) / float64(len(l.sentAt)*64)
-	grafts := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.TreeGraftsSent })
+	grafts := s.sumStats(s.names, func(st swim.Stats) uint64 { return st.Trees.GraftsSent })
 	p50, p99 := percentile(took, 0.5), percentile(took, 0.99)
 	t.Logf("%d broadcasts to 63 members: all reached p50 %v p99 %v max %v; %.3f receptions per member per broadcast; %.0f bytes sent per member per broadcast (all traffic); %d grafts",
 		len(l.sentAt), p50, p99, took[len(took)-1], perMember, bytes, grafts)
@@ -151,7 +151,7 @@ func TestTreeNewOriginsCostOneCopy(t *testing.T) {
 	l.s = s
 	require.True(t, s.RunUntil(s.converged, time.Minute))
 	s.Run(5 * time.Second)
-	received := func(st swim.Stats) uint64 { return st.BroadcastsDelivered + st.BroadcastsDuplicate }
+	received := func(st swim.Stats) uint64 { return st.Broadcasts.Delivered + st.Broadcasts.Duplicate }
 	before := s.sumStats(s.names, received)
 	l.run(t, s.names, 5, 64*200*time.Millisecond)
 	s.Run(5 * time.Second)
@@ -201,8 +201,8 @@ func TestTreeMendsAtSuspicion(t *testing.T) {
 		}
 	}
 	require.Equal(t, len(victims), stillSuspect, "the victims should still be suspect, not dead, when the load resumes")
-	grafts := func(st swim.Stats) uint64 { return st.TreeGraftsSent }
-	joins := func(st swim.Stats) uint64 { return st.TreeJoinsSent }
+	grafts := func(st swim.Stats) uint64 { return st.Trees.GraftsSent }
+	joins := func(st swim.Stats) uint64 { return st.Trees.JoinsSent }
 	graftsBefore := s.sumStats(s.names, grafts)
 	l.run(t, origins, 4, 4*time.Second)
 	s.Run(5 * time.Second)
@@ -259,7 +259,7 @@ func TestTreeRepairsAfterCrashes(t *testing.T) {
 	if rest := lastCrash.Add(2*cfg.ProbeInterval + time.Second).Sub(s.Now()); rest > 0 {
 		l.run(t, origins, rate, rest)
 	}
-	grafts := func(st swim.Stats) uint64 { return st.TreeGraftsSent }
+	grafts := func(st swim.Stats) uint64 { return st.Trees.GraftsSent }
 	mended, graftsBefore := s.Now(), s.sumStats(s.names, grafts)
 	l.run(t, origins, rate, 4*time.Second)
 	s.Run(10 * time.Second)

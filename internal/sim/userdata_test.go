@@ -150,7 +150,7 @@ func TestDirectMessagesInSimulator(t *testing.T) {
 func TestPartitionAlarm(t *testing.T) {
 	cfg := func(string) *swim.Config {
 		c := swim.DefaultLANConfig()
-		c.PartitionShare = 0.5
+		c.Partition.Share = 0.5
 		return c
 	}
 	raised := map[string]int{}

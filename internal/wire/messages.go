@@ -355,7 +355,7 @@ type Graft struct {
 
 // Refusal answers a join on its stream, in place of the push-pull, when
 // the seed refuses it, saying why (a certificate expired, an application's
-// AdmitJoin), so that the joiner's Join fails with the reason rather than
+// Admission.Join), so that the joiner's Join fails with the reason rather than
 // a closed stream (ProtocolSigned; sent on streams only).
 type Refusal struct {
 	Reason string

@@ -29,10 +29,10 @@
 //
 //   - swim: Memberlist.Broadcast(payload, ""), received by Config.Messages
 //     (Kind MessageBroadcast); with the LAN defaults broadcasts travel on
-//     epidemic broadcast trees (BroadcastTree). A call refused with
+//     epidemic broadcast trees (Broadcasts.Trees). A call refused with
 //     ErrBroadcastQueueFull counts as attempted and not sent, so as not
 //     complete. The copies received are swim's own counters,
-//     BroadcastsDelivered + BroadcastsDuplicate, summed over the members.
+//     Broadcasts.Delivered + Broadcasts.Duplicate, summed over the members.
 //   - memberlist: what Serf and dskit build on it: each member's Delegate
 //     holds a TransmitLimitedQueue (NumNodes N, RetransmitMult the
 //     config's), which memberlist drains into its gossip and probe

@@ -60,7 +60,7 @@ func printTable(w io.Writer, n int, o *options, rs []result) {
 	// Details: why broadcasts fell short, and what each library's
 	// machinery did meanwhile.
 	fmt.Fprintf(w, "\nDetails at N = %d. deliveries: of the sent broadcasts to the other members; drain: seconds after the load until every sent broadcast was complete and copies stopped (-drain %v at most); "+
-		"slowest call: the longest Broadcast (memberlist: QueueBroadcast) call; swim tree: TreeRedundant / TreeGraftsSent / TreeGraftsAbandoned / TreePushesDropped, summed over the members, load and drain; "+
+		"slowest call: the longest Broadcast (memberlist: QueueBroadcast) call; swim tree: Trees.Redundant / Trees.GraftsSent / Trees.GraftsAbandoned / Trees.PushesDropped, summed over the members, load and drain; "+
 		"memberlist queued: broadcasts waiting in the members' queues when the load ended.\n\n", n, o.drain)
 	head = []string{"rate/s"}
 	for _, l := range o.libs {
@@ -87,7 +87,7 @@ func printTable(w io.Writer, n int, o *options, rs []result) {
 			c := r.Counters
 			switch l {
 			case "swim":
-				row = append(row, fmt.Sprintf("%d / %d / %d / %d", c["TreeRedundant"], c["TreeGraftsSent"], c["TreeGraftsAbandoned"], c["TreePushesDropped"]))
+				row = append(row, fmt.Sprintf("%d / %d / %d / %d", c["Trees.Redundant"], c["Trees.GraftsSent"], c["Trees.GraftsAbandoned"], c["Trees.PushesDropped"]))
 			case "memberlist":
 				row = append(row, fmt.Sprintf("%d", c["QueuedAtLoadEnd"]))
 			}
@@ -185,7 +185,7 @@ func anomalies(rs []result) []string {
 		if r.FirstError != "" {
 			out = append(out, fmt.Sprintf("%s: first Broadcast error: %s", tag, r.FirstError))
 		}
-		for _, k := range []string{"MessagesDropped", "UserBroadcastsDropped", "BroadcastsRefused", "BroadcastsStale"} {
+		for _, k := range []string{"MessagesDropped", "Broadcasts.Dropped", "Broadcasts.Refused", "Broadcasts.Stale"} {
 			if v := r.Counters[k]; v > 0 && r.Library == "swim" {
 				out = append(out, fmt.Sprintf("%s: %s %d", tag, k, v))
 			}

@@ -249,7 +249,7 @@ func runOne(lib library, n int, rate float64, o *options) (res result) {
 	received := func() uint64 {
 		if _, isSwim := lib.(swimLib); isSwim {
 			c := sumCounters(members)
-			return c["BroadcastsDelivered"] + c["BroadcastsDuplicate"]
+			return c["Broadcasts.Delivered"] + c["Broadcasts.Duplicate"]
 		}
 		return tr.handled.Load()
 	}
@@ -288,7 +288,7 @@ func runOne(lib library, n int, rate float64, o *options) (res result) {
 	copies := res.Handled // memberlist: every NotifyMsg
 	if _, isSwim := lib.(swimLib); isSwim {
 		res.Counters = subCounters(sumCounters(members), counters0)
-		copies = res.Counters["BroadcastsDelivered"] + res.Counters["BroadcastsDuplicate"]
+		copies = res.Counters["Broadcasts.Delivered"] + res.Counters["Broadcasts.Duplicate"]
 		res.Outcomes = map[string]int{}
 		for _, ps := range outcomes {
 			for _, p := range ps {

@@ -10,7 +10,7 @@ import (
 )
 
 // swimLib runs swim members at swim.DefaultLANConfig (so with
-// BroadcastTree on), each over a counting wrapper of swim's NetTransport.
+// Broadcasts.Trees on), each over a counting wrapper of swim's NetTransport.
 type swimLib struct{}
 
 func (swimLib) name() string { return "swim" }
@@ -62,8 +62,8 @@ func (m *swimMember) broadcast(payload []byte) (<-chan error, error) {
 func (swimLib) queueFull(err error) bool { return errors.Is(err, swim.ErrBroadcastQueueFull) }
 
 // counters returns the member's swim counters by name (the uint64 fields of
-// MemberlistStats): BroadcastsDelivered + BroadcastsDuplicate are the
-// copies of broadcasts it received, TreeRedundant those that came again
+// MemberlistStats): Broadcasts.Delivered + Broadcasts.Duplicate are the
+// copies of broadcasts it received, Trees.Redundant those that came again
 // over a tree link.
 func (m *swimMember) counters() map[string]uint64 {
 	sum := map[string]uint64{}

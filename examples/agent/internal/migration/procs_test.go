@@ -402,7 +402,7 @@ func TestMigrationOnProcesses(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(c.stats(a)), &got), "%s's /stats", a.name)
 		require.NotNil(t, got.Bridge, "%s's /stats has no Bridge counters", a.name)
 		require.NotZero(t, got.Bridge.Wakes, "%s's /stats counts no wake", a.name)
-		require.NotZero(t, got.Swim.BroadcastsDelivered, "%s's /stats counts no broadcast", a.name)
+		require.NotZero(t, got.Swim.Broadcasts.Delivered, "%s's /stats counts no broadcast", a.name)
 	}
 	c.logf("%s rolled back to memberlist after every process left migration mode: every other process is back in it", r.name)
 	c.replace(r, "bridge")

@@ -3,7 +3,7 @@
 // logged), on the address and port it is given. See package agent for its
 // protocol and ../main.go for the driver that runs it.
 //
-// SWIMAGENT_SIGNATURES in its environment sets Config.Signatures (off, sign
+// SWIMAGENT_SIGNATURES in its environment sets Config.Claims.Signatures (off, sign
 // or required; off when unset): the driver's swim-signed runs this binary
 // with required. The identity is the one swim.New generates for each
 // process.
@@ -18,7 +18,7 @@ import (
 	"github.com/swim-go/swim/internal/compare/procs/agent"
 )
 
-// signaturesEnv names the environment variable that sets Config.Signatures.
+// signaturesEnv names the environment variable that sets Config.Claims.Signatures.
 const signaturesEnv = "SWIMAGENT_SIGNATURES"
 
 func main() {
@@ -32,7 +32,7 @@ func main() {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", signaturesEnv, err)
 			}
-			cfg.Signatures = mode
+			cfg.Claims.Signatures = mode
 		}
 		cfg.Events = swim.EventFunc(func(e swim.Event) {
 			switch e.Kind {
