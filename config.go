@@ -125,7 +125,7 @@ type Config struct {
 	// the same phase (pairing.go). A partner not heard from by half a
 	// ProbeTimeout after its phase is probed as usual, as if from that
 	// phase. It counts any packet from the partner, so it needs
-	// AnyTrafficHeartbeat: with that off, members probe as aligned
+	// Detection.AnyTrafficHeartbeat: with that off, members probe as aligned
 	// probing does. A member that has heard from no member for two rounds
 	// sends no Heartbeats, so that one that cannot receive is probed, and
 	// judged, as under probing.
@@ -140,7 +140,7 @@ type Config struct {
 	// pause, a VM migration, a saturated link) without being declared dead.
 	// It sets the suspicion timeout: Min = PauseTolerance, measured from
 	// the start of the probe that failed (plus the time a refutation needs
-	// to spread when FinalCheck is off; docs/tuning.md has the formula),
+	// to spread when Detection.FinalCheck is off; docs/tuning.md has the formula),
 	// so a real crash is known everywhere about PauseTolerance plus one
 	// ProbeInterval after it happens. Zero falls back to
 	// SuspicionMult·max(1, log10 N)·ProbeInterval. Default 5s (LAN), 15s
@@ -150,40 +150,9 @@ type Config struct {
 	// §IV-A): probe interval and timeout scale by score+1, score at most
 	// AwarenessMaxMultiplier-1. 1 disables it. Default 8.
 	AwarenessMaxMultiplier int
-	// Nacks makes a ping-req relay answer with a nack when the target stays
-	// silent, so the requester can tell "the target is gone" from "my
-	// peers cannot hear me" (Lifeguard §IV-A). Default true.
-	Nacks bool
-	// AnyTrafficHeartbeat counts any packet from a member as a sign of life
-	// (Apache Geode): a probe whose ack was lost succeeds if the target was
-	// heard from meanwhile, and a suspicion is not turned into a death while
-	// the suspect is still heard from. Default true.
-	AnyTrafficHeartbeat bool
-	// TCPCheckFilter, if set, says which members may be checked over TCP
-	// (for example those known to firewall it); nil allows all.
-	TCPCheckFilter func(name string) bool
-
-	// BuddyPing makes a ping to a member held suspect carry the suspicion,
-	// so the member refutes at once (Lifeguard §IV-C), and has a member
-	// that accuses another send it one such ping as it does. Default true.
-	BuddyPing bool
-	// FinalCheck makes a member ping a suspect once more, carrying the
-	// suspicion, before declaring it dead (Apache Geode's final check; the
-	// ping is repeated halfway through if unanswered, so one lost packet
-	// does not kill); an answer restarts the suspicion instead, and the
-	// refutation the ping provokes normally ends it. It adds at most
-	// ProbeTimeout to detection (scaled by local health, as a probe's
-	// timeout is, so a member that has been failing to keep up waits
-	// longer) and turns a refutation lost to packet loss into no false
-	// death.
-	// Default true.
-	FinalCheck bool
-
-	// TCPChecks adds TCP pings: in parallel with the indirect probes, and
-	// in the final check. They help on networks that drop UDP, or when the
-	// one packet that matters is lost; the reply carries the member's
-	// current incarnation. Default true.
-	TCPChecks bool
+	// Detection holds the refinements of SWIM's failure detector from
+	// Lifeguard and Apache Geode, each on by default.
+	Detection DetectionConfig
 
 	// MaxMembers bounds the member table (live, suspect, and dead or left
 	// members not yet forgotten, this one included). A member never heard
@@ -347,6 +316,46 @@ type Config struct {
 	State StateDelegate
 	// Logger receives diagnostics. Nil means zap.NewNop().
 	Logger *zap.Logger
+}
+
+// DetectionConfig holds the refinements of SWIM's failure detector from
+// Lifeguard (Dadgar et al., 2018) and Apache Geode's health monitor. Each
+// is on in every profile; turning one off is for comparisons and for
+// networks that need it (Detection.TCPChecks where TCP is firewalled). Part of
+// Config.
+type DetectionConfig struct {
+	// Nacks makes a ping-req relay answer with a nack when the target stays
+	// silent, so the requester can tell "the target is gone" from "my
+	// peers cannot hear me" (Lifeguard §IV-A). Default true.
+	Nacks bool
+	// AnyTrafficHeartbeat counts any packet from a member as a sign of life
+	// (Apache Geode): a probe whose ack was lost succeeds if the target was
+	// heard from meanwhile, and a suspicion is not turned into a death while
+	// the suspect is still heard from. Default true.
+	AnyTrafficHeartbeat bool
+	// TCPCheckFilter, if set, says which members may be checked over TCP
+	// (for example those known to firewall it); nil allows all.
+	TCPCheckFilter func(name string) bool
+	// BuddyPing makes a ping to a member held suspect carry the suspicion,
+	// so the member refutes at once (Lifeguard §IV-C), and has a member
+	// that accuses another send it one such ping as it does. Default true.
+	BuddyPing bool
+	// FinalCheck makes a member ping a suspect once more, carrying the
+	// suspicion, before declaring it dead (Apache Geode's final check; the
+	// ping is repeated halfway through if unanswered, so one lost packet
+	// does not kill); an answer restarts the suspicion instead, and the
+	// refutation the ping provokes normally ends it. It adds at most
+	// ProbeTimeout to detection (scaled by local health, as a probe's
+	// timeout is, so a member that has been failing to keep up waits
+	// longer) and turns a refutation lost to packet loss into no false
+	// death.
+	// Default true.
+	FinalCheck bool
+	// TCPChecks adds TCP pings: in parallel with the indirect probes, and
+	// in the final check. They help on networks that drop UDP, or when the
+	// one packet that matters is lost; the reply carries the member's
+	// current incarnation. Default true.
+	TCPChecks bool
 }
 
 // BroadcastConfig configures the applications' broadcasts: the queue
@@ -536,11 +545,7 @@ func DefaultLANConfig() *Config {
 		PairedProbing:           true,
 		PauseTolerance:          5 * time.Second,
 		AwarenessMaxMultiplier:  8,
-		Nacks:                   true,
-		AnyTrafficHeartbeat:     true,
-		BuddyPing:               true,
-		FinalCheck:              true,
-		TCPChecks:               true,
+		Detection:               DetectionConfig{Nacks: true, AnyTrafficHeartbeat: true, BuddyPing: true, FinalCheck: true, TCPChecks: true},
 	}
 }
 

@@ -55,7 +55,7 @@ func TestLateFinalCheckRunsAgain(t *testing.T) {
 	for _, answer := range []bool{false, true} {
 		t.Run(fmt.Sprintf("answered=%v", answer), func(t *testing.T) {
 			cfg := mtConfig()
-			cfg.FinalCheck = true
+			cfg.Detection.FinalCheck = true
 			h := newMT(t, cfg)
 			WatchClock()(h.m)
 			h.joinPeers(3, 1)
@@ -99,7 +99,7 @@ func TestLateFinalCheckRunsAgain(t *testing.T) {
 // (Lifeguard §IV-A), before it declares the suspect dead.
 func TestFinalCheckWaitsByHealth(t *testing.T) {
 	cfg := mtConfig()
-	cfg.FinalCheck = true
+	cfg.Detection.FinalCheck = true
 	cfg.AwarenessMaxMultiplier = 8
 	h := newMT(t, cfg)
 	h.joinPeers(3, 1)

@@ -593,7 +593,7 @@ func (m *Machine) claimFor(ping *wire.Ping, to netip.AddrPort) wire.Message {
 	if fc != nil && fc.isClaim() {
 		return fc.claim()
 	}
-	if !m.cfg.BuddyPing && fc == nil {
+	if !m.cfg.Detection.BuddyPing && fc == nil {
 		return nil
 	}
 	if s := m.lookup(ping.Target); s != nil && m.addrOf(s) == to {
@@ -782,7 +782,7 @@ type Stats struct {
 	SuspicionsConfirmed          uint64 // independent accusations that shortened a suspicion
 	SuspicionsWithheld           uint64 // failed probes whose relays all stayed silent: no accusation
 	SuspicionsSavedByTraffic     uint64 // suspect heard from since it was accused, not declared dead
-	SuspectsTold                 uint64 // members this one accused, pinged at once with the suspicion so they refute (BuddyPing)
+	SuspectsTold                 uint64 // members this one accused, pinged at once with the suspicion so they refute (Detection.BuddyPing)
 	PingReqsSent, PingReqsServed uint64
 	PingReqsRefused              uint64 // from a stranger, for a target or address not known, or over the rate or the bound in flight
 	SuspicionsRaised             uint64

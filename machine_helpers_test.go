@@ -64,15 +64,15 @@ func mtConfig() *Config {
 	c.ReconnectInterval = 0
 	c.PacketBudget = 1400
 	c.DeltaQueueLimit = 4096
-	c.BuddyPing = true
-	c.FinalCheck = false
-	c.TCPChecks = false
-	c.TCPCheckFilter = nil
+	c.Detection.BuddyPing = true
+	c.Detection.FinalCheck = false
+	c.Detection.TCPChecks = false
+	c.Detection.TCPCheckFilter = nil
 	c.AlignedProbing = false
 	c.PauseTolerance = 0
 	c.AwarenessMaxMultiplier = 1
-	c.Nacks = false
-	c.AnyTrafficHeartbeat = false
+	c.Detection.Nacks = false
+	c.Detection.AnyTrafficHeartbeat = false
 	return c
 }
 

@@ -69,7 +69,7 @@ func requireCounts(t *testing.T, m *Machine, want MemberCounts) {
 // Machine's own clock.
 func TestObserverSuspicionToDeath(t *testing.T) {
 	cfg := mtConfig()
-	cfg.FinalCheck = true
+	cfg.Detection.FinalCheck = true
 	h, rec := newObservedMT(t, cfg)
 	h.now = mtStart.Add(123 * time.Millisecond)
 	suspectedAt := h.now

@@ -75,7 +75,7 @@ import (
 // pairable reports whether this member may pair at all: configured to, and
 // every live member it knows announced Heartbeats.
 func (m *Machine) pairable() bool {
-	return m.cfg.PairedProbing && m.cfg.AlignedProbing && m.cfg.AnyTrafficHeartbeat && len(m.unpaired) == 0
+	return m.cfg.PairedProbing && m.cfg.AlignedProbing && m.cfg.Detection.AnyTrafficHeartbeat && len(m.unpaired) == 0
 }
 
 // pairingIn reports whether round r is a paired one: the ring stood still
@@ -277,7 +277,7 @@ func (m *Machine) sendHeartbeats(now time.Time) {
 		// A wire.Message holding a nil pointer is not nil: keep the
 		// interfaces nil when there is nothing to send.
 		var claim, vd wire.Message
-		if sp := m.suspicionOf(p); sp != nil && m.cfg.BuddyPing {
+		if sp := m.suspicionOf(p); sp != nil && m.cfg.Detection.BuddyPing {
 			claim = sp
 		}
 		if digest {

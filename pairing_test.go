@@ -69,7 +69,7 @@ func pairedMT(t *testing.T, extra ...wire.MemberState) (*mt, *memberState) {
 func pairedMTWith(t *testing.T, cfg *Config, extra ...wire.MemberState) (*mt, *memberState) {
 	cfg.AlignedProbing = true
 	cfg.PairedProbing = true
-	cfg.AnyTrafficHeartbeat = true // pairing counts any packet
+	cfg.Detection.AnyTrafficHeartbeat = true // pairing counts any packet
 	h := newMT(t, cfg)
 	h.join(append([]wire.MemberState{pairedMember(1)}, extra...)...)
 	return h, h.m.lookup(mtPeer(1))

@@ -262,13 +262,13 @@ func (m *Machine) startIndirect(now time.Time, p *probeRound) {
 	}
 	for _, peer := range m.randomLive(m.cfg.IndirectChecks, p.target) {
 		m.stats.PingReqsSent++
-		if m.cfg.Nacks {
+		if m.cfg.Detection.Nacks {
 			p.nacksExpected++
 		}
 		p.relays = append(p.relays, probeRelay{addr: m.addrOf(peer)})
 		m.send(m.addrOf(peer), req)
 	}
-	if m.cfg.TCPChecks && m.tcpCheckAllowed(p.target) {
+	if m.cfg.Detection.TCPChecks && m.tcpCheckAllowed(p.target) {
 		// In parallel with the indirect probes, for networks that drop
 		// UDP to some members: a TCP connection that answers is alive.
 		p.tcpID = m.startStreamPing(now, p.target, &wire.Ping{Seq: p.seq, Target: p.name, From: m.selfName}, m.scaled(m.cfg.ProbeInterval-m.cfg.ProbeTimeout))
@@ -276,7 +276,7 @@ func (m *Machine) startIndirect(now time.Time, p *probeRound) {
 }
 
 func (m *Machine) tcpCheckAllowed(s *memberState) bool {
-	return m.cfg.TCPCheckFilter == nil || m.cfg.TCPCheckFilter(m.nameOf(s))
+	return m.cfg.Detection.TCPCheckFilter == nil || m.cfg.Detection.TCPCheckFilter(m.nameOf(s))
 }
 
 // probeSucceeded ends the current probe on an ack (direct, relayed or over
@@ -297,7 +297,7 @@ func (m *Machine) probeEnded(now, due time.Time, p *probeRound) {
 		// Forgotten while we probed it.
 		return
 	}
-	if m.cfg.AnyTrafficHeartbeat && m.heardSince(t, p.start) {
+	if m.cfg.Detection.AnyTrafficHeartbeat && m.heardSince(t, p.start) {
 		m.stats.ProbesSavedByTraffic++
 		m.adjustHealth(-1)
 		return
@@ -360,7 +360,7 @@ func (m *Machine) probeEnded(now, due time.Time, p *probeRound) {
 // first. A member already held suspect was told by our probe's own pings.
 // The cost is one ping, and for a live member its ack, per accusation.
 func (m *Machine) tellSuspect(s *memberState) {
-	if !m.cfg.BuddyPing || s.state() != StateSuspect {
+	if !m.cfg.Detection.BuddyPing || s.state() != StateSuspect {
 		return
 	}
 	m.stats.SuspectsTold++
@@ -477,7 +477,7 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, sender *memb
 		start:        now,
 	}
 	m.relays[rl.seq] = rl
-	if m.cfg.Nacks {
+	if m.cfg.Detection.Nacks {
 		// Lifeguard §IV-A: the nack goes out at 80% of the probe
 		// timeout, early enough to reach the requester in time.
 		m.after(now.Add(m.cfg.ProbeTimeout*4/5), timerRelayNack, uint64(rl.seq), 0, "")

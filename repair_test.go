@@ -249,7 +249,7 @@ func digestMT(t *testing.T) (*mt, *memberState) {
 	cfg.PushPullInterval = 30 * time.Second
 	cfg.AlignedProbing = true
 	cfg.PairedProbing = true
-	cfg.AnyTrafficHeartbeat = true
+	cfg.Detection.AnyTrafficHeartbeat = true
 	h := newMT(t, cfg)
 	h.join(pairedMember(1))
 	return h, h.m.lookup(mtPeer(1))

@@ -55,7 +55,7 @@ func (w *scenWorld) cmdStats(a *scenArgs, _ []string) error {
 	st := reflect.ValueOf(n.m.Stats())
 	var parts []string
 	for _, f := range a.words {
-		v := statField(st, f)
+		v := namedField(st, f)
 		if !v.IsValid() {
 			return fmt.Errorf("no Stats field %s", f)
 		}
@@ -66,12 +66,12 @@ func (w *scenWorld) cmdStats(a *scenArgs, _ []string) error {
 	return nil
 }
 
-// statField is the counter of Stats st named f: a field of Stats, a
-// dotted path into its groups ("Tree.Redundant"), or the one field of
-// that name in a group, so that the scripts read the same counters
-// however Stats groups them. The zero Value when there is none or more
-// than one.
-func statField(st reflect.Value, f string) reflect.Value {
+// namedField is the field of the struct st (Stats, Config) named f: a
+// field of st, a dotted path into its groups ("Trees.Redundant"), or the
+// one field of that name in a group, so that the scripts read the same
+// however the struct groups its fields. The zero Value when there is none
+// or more than one.
+func namedField(st reflect.Value, f string) reflect.Value {
 	if path := strings.Split(f, "."); len(path) > 1 {
 		v := st
 		for _, p := range path {
@@ -90,7 +90,7 @@ func statField(st reflect.Value, f string) reflect.Value {
 	var found reflect.Value
 	for i := range st.NumField() {
 		if g := st.Field(i); g.Kind() == reflect.Struct {
-			if v := statField(g, f); v.IsValid() {
+			if v := namedField(g, f); v.IsValid() {
 				if found.IsValid() {
 					return reflect.Value{}
 				}
@@ -192,10 +192,10 @@ func (w *scenWorld) cmdSettle(a *scenArgs, _ []string) error {
 	return errors.New("the broadcast queue never drains")
 }
 
-// TestStatField: a counter is found at the top, by a dotted path, or by
+// TestNamedField: a counter is found at the top, by a dotted path, or by
 // its name alone in one group; a name two groups share is found by path
 // only.
-func TestStatField(t *testing.T) {
+func TestNamedField(t *testing.T) {
 	type tree struct{ Redundant, Shared uint64 }
 	type other struct{ Shared uint64 }
 	st := reflect.ValueOf(struct {
@@ -204,11 +204,11 @@ func TestStatField(t *testing.T) {
 		Other other
 		Plain int
 	}{Top: 1, Tree: tree{Redundant: 2, Shared: 3}, Other: other{Shared: 4}})
-	require.Equal(t, uint64(1), statField(st, "Top").Interface())
-	require.Equal(t, uint64(2), statField(st, "Redundant").Interface())
-	require.Equal(t, uint64(2), statField(st, "Tree.Redundant").Interface())
-	require.Equal(t, uint64(4), statField(st, "Other.Shared").Interface())
-	require.False(t, statField(st, "Shared").IsValid(), "a name two groups share")
-	require.False(t, statField(st, "Missing").IsValid())
-	require.False(t, statField(st, "Plain.X").IsValid())
+	require.Equal(t, uint64(1), namedField(st, "Top").Interface())
+	require.Equal(t, uint64(2), namedField(st, "Redundant").Interface())
+	require.Equal(t, uint64(2), namedField(st, "Tree.Redundant").Interface())
+	require.Equal(t, uint64(4), namedField(st, "Other.Shared").Interface())
+	require.False(t, namedField(st, "Shared").IsValid(), "a name two groups share")
+	require.False(t, namedField(st, "Missing").IsValid())
+	require.False(t, namedField(st, "Plain.X").IsValid())
 }

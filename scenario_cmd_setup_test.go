@@ -83,9 +83,12 @@ func (w *scenWorld) cmdNew(a *scenArgs, _ []string) error {
 	return nil
 }
 
-// setConfigField sets the Config field named k from its text.
+// setConfigField sets the Config field named k from its text: a field of
+// Config, a dotted path into its groups ("Detection.FinalCheck"), or the
+// one field of that name in a group, so that the scripts read the same
+// however Config groups its fields.
 func setConfigField(cfg *Config, k, v string) error {
-	f := reflect.ValueOf(cfg).Elem().FieldByName(k)
+	f := namedField(reflect.ValueOf(cfg).Elem(), k)
 	if !f.IsValid() {
 		return fmt.Errorf("no Config field %s", k)
 	}

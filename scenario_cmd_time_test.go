@@ -127,7 +127,7 @@ func (w *scenWorld) cmdRun(a *scenArgs, _ []string) error {
 	w.failOpen = a.str("streams", "open") == "fail"
 	stop := a.str("stop", "")
 	if stop != "" {
-		if !statField(reflect.ValueOf(Stats{}), stop).IsValid() {
+		if !namedField(reflect.ValueOf(Stats{}), stop).IsValid() {
 			return fmt.Errorf("no Stats field %s", stop)
 		}
 	}
@@ -178,7 +178,7 @@ func statOf(nodes []*scenNode, f string) []any {
 	}
 	vals := make([]any, len(nodes))
 	for i, n := range nodes {
-		vals[i] = statField(reflect.ValueOf(n.m.Stats()), f).Interface()
+		vals[i] = namedField(reflect.ValueOf(n.m.Stats()), f).Interface()
 	}
 	return vals
 }

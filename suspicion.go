@@ -78,7 +78,7 @@ func (m *Machine) suspicionBounds() (lo, hi time.Duration) {
 	n := m.NumMembers()
 	if m.cfg.PauseTolerance > 0 {
 		lo = m.cfg.PauseTolerance
-		if !m.cfg.FinalCheck {
+		if !m.cfg.Detection.FinalCheck {
 			lo += m.refutationSpread(n)
 		}
 	} else {
@@ -146,7 +146,7 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 		min:         lo,
 		max:         hi,
 	}
-	if m.cfg.FinalCheck {
+	if m.cfg.Detection.FinalCheck {
 		s.lead = m.cfg.ProbeTimeout * 4 / 5
 	}
 	if from != m.selfName {
@@ -204,7 +204,7 @@ func (m *Machine) expireSuspicion(now time.Time, s *suspicion) {
 	if mem == nil || mem.state() != StateSuspect || mem.inc() != s.incarnation {
 		return
 	}
-	if m.cfg.AnyTrafficHeartbeat && m.heardSince(mem, s.start.Add(time.Millisecond)) {
+	if m.cfg.Detection.AnyTrafficHeartbeat && m.heardSince(mem, s.start.Add(time.Millisecond)) {
 		// Geode: the suspect has been heard from since it was accused,
 		// so it is not dead; start over from that moment, and tell it of
 		// the suspicion so it refutes.
@@ -213,7 +213,7 @@ func (m *Machine) expireSuspicion(now time.Time, s *suspicion) {
 		m.send(m.addrOf(mem), &wire.Ping{Seq: m.nextSeq(), Target: s.name, From: m.selfName})
 		return
 	}
-	if m.cfg.FinalCheck {
+	if m.cfg.Detection.FinalCheck {
 		m.startFinalCheck(now, mem, s.accusedBy(m.selfName))
 		return
 	}
@@ -396,7 +396,7 @@ func (m *Machine) startFinalCheck(now time.Time, mem *memberState, accuser bool)
 	m.stats.FinalChecks++
 	ping := fc.ping(m.selfName)
 	m.send(m.addrOf(mem), ping)
-	if m.cfg.TCPChecks && accuser && m.tcpCheckAllowed(mem) {
+	if m.cfg.Detection.TCPChecks && accuser && m.tcpCheckAllowed(mem) {
 		// The same check over TCP, for networks that drop UDP or lose
 		// the one packet that matters.
 		m.streamChecks[m.startStreamPing(now, mem, ping, m.cfg.ProbeTimeout)] = fc
@@ -493,10 +493,10 @@ func (m *Machine) expireCheck(now, due time.Time, fc *finalCheck) {
 // been suspect at Incarnation since Since (the start of the probe that
 // failed, or when the rumor arrived), accused first by From and since then
 // by Confirmations other members. Unless it refutes, it is declared dead
-// at Deadline: at once without Config.FinalCheck, after one last ping
+// at Deadline: at once without Config.Detection.FinalCheck, after one last ping
 // unanswered (at most ProbeTimeout) with it. More confirmations bring
 // Deadline closer, down to the suspicion's shortest timeout; traffic
-// from the suspect (Config.AnyTrafficHeartbeat) starts it over.
+// from the suspect (Config.Detection.AnyTrafficHeartbeat) starts it over.
 type Suspicion struct {
 	Name          string
 	Incarnation   uint64
@@ -508,7 +508,7 @@ type Suspicion struct {
 
 // Suspicions returns the suspicions whose timers run, of members suspect
 // now, sorted by name. A suspect member missing from it is in its final
-// check (Config.FinalCheck): past its Deadline, waiting for its last
+// check (Config.Detection.FinalCheck): past its Deadline, waiting for its last
 // ping's answer.
 func (m *Machine) Suspicions() []Suspicion {
 	out := make([]Suspicion, 0, len(m.suspicions))

@@ -45,8 +45,8 @@ func pingsTo(o mtOut, name string) ([]*wire.Ping, []mtPkt) {
 }
 
 // TestSuspicionTimeout: a suspicion raised at T times out at
-// D = T + SuspicionMult·max(1, log10 N)·ProbeInterval. With FinalCheck off
-// the member is declared dead at D exactly. With FinalCheck on, the final
+// D = T + SuspicionMult·max(1, log10 N)·ProbeInterval. With Detection.FinalCheck off
+// the member is declared dead at D exactly. With Detection.FinalCheck on, the final
 // check goes out within the last ProbeTimeout before D (it may lead the
 // timeout, so that it overlaps the window's end), the member is never
 // declared dead before D, and it is declared dead ProbeTimeout after the
@@ -60,7 +60,7 @@ func TestSuspicionTimeout(t *testing.T) {
 			t.Run(fmt.Sprintf("finalCheck=%v/N=%d/mult=%d", finalCheck, tc.n, tc.mult), func(t *testing.T) {
 				cfg := mtConfig()
 				cfg.SuspicionMult = tc.mult
-				cfg.FinalCheck = finalCheck
+				cfg.Detection.FinalCheck = finalCheck
 				h := newMT(t, cfg)
 				h.joinPeers(tc.n-1, 1)
 				h.now = mtStart.Add(123 * time.Millisecond)
@@ -110,7 +110,7 @@ func TestSuspicionTimeout(t *testing.T) {
 
 // TestSuspicions: Machine.Suspicions reports a suspicion from the moment
 // it is raised, with its accuser, its confirmations and the deadline at
-// which the member is then declared dead (FinalCheck off: exactly then); a
+// which the member is then declared dead (Detection.FinalCheck off: exactly then); a
 // confirmation brings the deadline closer, and a refutation or the death
 // removes it.
 func TestSuspicions(t *testing.T) {
@@ -216,15 +216,15 @@ func TestRelayedSuspicionWaits(t *testing.T) {
 }
 
 // TestAccuserTellsSuspectAtOnce: when its probe of a member fails, the
-// accuser pings the member at once with the suspicion (BuddyPing), in the
+// accuser pings the member at once with the suspicion (Detection.BuddyPing), in the
 // very tick it raises it, rather than leaving the member to hear of it by
 // gossip; the member's refutation, riding on the ack, ends the suspicion.
-// With BuddyPing off nothing is sent.
+// With Detection.BuddyPing off nothing is sent.
 func TestAccuserTellsSuspectAtOnce(t *testing.T) {
 	for _, buddy := range []bool{true, false} {
 		t.Run(fmt.Sprintf("BuddyPing=%v", buddy), func(t *testing.T) {
 			cfg := mtConfig()
-			cfg.BuddyPing = buddy
+			cfg.Detection.BuddyPing = buddy
 			h := newMT(t, cfg)
 			h.joinPeers(8, 1)
 			ping, pkt, _ := h.firstProbe()

@@ -39,7 +39,7 @@ func TestTimerQueueOrder(t *testing.T) {
 // driver would otherwise wake for nothing).
 func TestAnsweredTimersLeaveNoDeadline(t *testing.T) {
 	cfg := mtConfig()
-	cfg.Nacks = true
+	cfg.Detection.Nacks = true
 	h := newMT(t, cfg)
 	h.joinPeers(3, 1)
 	periodic := func() time.Time {

@@ -92,18 +92,18 @@ const (
 // accusations are counted too:
 //
 //   - UDP loss alone: the TCP ping that runs beside the indirect probes
-//     answers (TCPChecks), and any packet heard counts as an ack
-//     (AnyTrafficHeartbeat). With TCPChecks off: 96 and 109 accusations
+//     answers (Detection.TCPChecks), and any packet heard counts as an ack
+//     (Detection.AnyTrafficHeartbeat). With Detection.TCPChecks off: 96 and 109 accusations
 //     in two runs, and no false death.
 //   - Starvation: a starved member's timers stop with it (SIGSTOP), so on
 //     resuming it finds the acks that arrived meanwhile and accuses no
 //     healthy member. (The starved ones are suspected, rightly.) This case
-//     stays at zero with Nacks off, and without the loop's hand-over of
+//     stays at zero with Detection.Nacks off, and without the loop's hand-over of
 //     waiting packets before deadlines: unlike the simulator's starvation,
 //     where timers run on, it does not exercise them.
 //   - Deafness: the deaf member hears neither acks nor nacks from its
-//     relays, blames its own links and withholds its accusations (Nacks,
-//     Lifeguard). With Nacks off: 4 to 7 accusations in three runs, and
+//     relays, blames its own links and withholds its accusations (Detection.Nacks,
+//     Lifeguard). With Detection.Nacks off: 4 to 7 accusations in three runs, and
 //     each time a false death (the deaf member missed a refutation).
 //   - One-way links: the indirect probes and TCP pings go around the dead
 //     direction.

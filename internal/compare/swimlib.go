@@ -34,7 +34,7 @@ func swimConfig(matched bool) *swim.Config {
 		cfg.StreamTimeout = ml.TCPTimeout
 		cfg.PacketBudget = ml.UDPBufferSize
 		cfg.AwarenessMaxMultiplier = ml.AwarenessMaxMultiplier
-		cfg.TCPChecks = !ml.DisableTcpPings
+		cfg.Detection.TCPChecks = !ml.DisableTcpPings
 		// memberlist has no pause tolerance: its suspicion timeout is
 		// SuspicionMult·max(1, log10 N)·ProbeInterval (Max = 6×), which
 		// swim uses too when PauseTolerance is 0.

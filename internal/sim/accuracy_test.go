@@ -63,12 +63,12 @@ func configWith(mod func(c *swim.Config)) func(string) *swim.Config {
 // TCP checks or final check.
 func allMechanismsOff(c *swim.Config) {
 	c.AwarenessMaxMultiplier = 1
-	c.Nacks = false
+	c.Detection.Nacks = false
 	c.SuspicionMaxTimeoutMult = 1
-	c.BuddyPing = false
-	c.AnyTrafficHeartbeat = false
-	c.TCPChecks = false
-	c.FinalCheck = false
+	c.Detection.BuddyPing = false
+	c.Detection.AnyTrafficHeartbeat = false
+	c.Detection.TCPChecks = false
+	c.Detection.FinalCheck = false
 }
 
 // convergedScenario starts n members, runs until every one sees every other
@@ -360,7 +360,7 @@ func TestAccuracyNacks(t *testing.T) {
 		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
 			config := lanConfig
 			if !on {
-				config = configWith(func(c *swim.Config) { c.Nacks = false })
+				config = configWith(func(c *swim.Config) { c.Detection.Nacks = false })
 			}
 			eachSeed(t, 71, func(t *testing.T, seed uint64) {
 				s := convergedScenario(t, seed, 16, config)
@@ -442,11 +442,11 @@ func TestAccuracyConfirmations(t *testing.T) {
 
 				// One accuser: it hears nobody, so nobody confirms its
 				// suspicions, and the suspects' refutations do not reach it.
-				// Nacks are off here: with them, a member that hears no relay
+				// Detection.Nacks are off here: with them, a member that hears no relay
 				// accuses no one at all (TestAccuracyNacks).
 				noNacks := func(name string) *swim.Config {
 					c := config(name)
-					c.Nacks = false
+					c.Detection.Nacks = false
 					return c
 				}
 				s = convergedScenario(t, seed, 16, noNacks)
@@ -523,7 +523,7 @@ func TestAccuracyBuddyPing(t *testing.T) {
 					// Each delta is sent twice: one gossip round.
 					c.RetransmitMult = 1
 				}
-				c.BuddyPing = on
+				c.Detection.BuddyPing = on
 				return c
 			}
 			eachSeed(t, 91, func(t *testing.T, seed uint64) {
@@ -574,7 +574,7 @@ func TestAccuracyAnyTrafficHeartbeat(t *testing.T) {
 		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
 			config := lanConfig
 			if !on {
-				config = configWith(func(c *swim.Config) { c.AnyTrafficHeartbeat = false })
+				config = configWith(func(c *swim.Config) { c.Detection.AnyTrafficHeartbeat = false })
 			}
 			eachSeed(t, 101, func(t *testing.T, seed uint64) {
 				s := convergedScenario(t, seed, 2, config)
@@ -603,7 +603,7 @@ func TestAccuracyAnyTrafficHeartbeat(t *testing.T) {
 // TestAccuracyTCPFallback: a member that receives no UDP at all (its
 // streams still work, as when a firewall drops UDP) answers the TCP pings
 // sent in parallel with the indirect probes, so it is never suspected. Off,
-// or with TCPCheckFilter excluding it, it is.
+// or with Detection.TCPCheckFilter excluding it, it is.
 func TestAccuracyTCPFallback(t *testing.T) {
 	const target = "m4"
 	for _, mode := range []string{"on", "off", "filtered"} {
@@ -611,9 +611,9 @@ func TestAccuracyTCPFallback(t *testing.T) {
 			config := configWith(func(c *swim.Config) {
 				switch mode {
 				case "off":
-					c.TCPChecks = false
+					c.Detection.TCPChecks = false
 				case "filtered":
-					c.TCPCheckFilter = func(name string) bool { return name != target }
+					c.Detection.TCPCheckFilter = func(name string) bool { return name != target }
 				}
 			})
 			eachSeed(t, 111, func(t *testing.T, seed uint64) {
@@ -655,10 +655,10 @@ func TestAccuracyTCPFallback(t *testing.T) {
 func TestAccuracyFinalCheck(t *testing.T) {
 	run := func(t *testing.T, on bool, seed uint64) (deaths, saved uint64) {
 		s := convergedScenario(t, seed, 64, configWith(func(c *swim.Config) {
-			c.TCPChecks = false
-			c.AnyTrafficHeartbeat = false
-			c.Nacks = false // else a probe whose nacks were all lost accuses no one
-			c.FinalCheck = on
+			c.Detection.TCPChecks = false
+			c.Detection.AnyTrafficHeartbeat = false
+			c.Detection.Nacks = false // else a probe whose nacks were all lost accuses no one
+			c.Detection.FinalCheck = on
 		}))
 		from := s.Now()
 		s.SetLoss(0.15)
