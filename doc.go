@@ -27,8 +27,9 @@
 //     inputs and outputs), lifecycle.go (join, leave, metadata), probe.go
 //     (probes, ping-req, acks and nacks), ring.go (the probe ring),
 //     pairing.go (paired probing), suspicion.go (suspicion timers),
-//     incarnation.go (precedence, refutation), tombstone.go (what the dead
-//     leave behind), deadlist.go (the dead still held), table.go (the
+//     incarnation.go (precedence, refutation), gates.go (the gates of a
+//     claim: the ordered checks a membership delta passes before it takes
+//     effect), tombstone.go (what the dead leave behind), deadlist.go (the dead still held), table.go (the
 //     member table), addrcheck.go (address checks: the pings an address
 //     must answer for a member), moves.go (checking a member's new address),
 //     lives.go (a member's process runs: restarts and name conflicts),
