@@ -29,8 +29,10 @@
 //     pairing.go (paired probing), suspicion.go (suspicion timers),
 //     incarnation.go (precedence, refutation), gates.go (the gates of a
 //     claim: the ordered checks a membership delta passes before it takes
-//     effect), tombstone.go (what the dead leave behind), deadlist.go (the dead still held), table.go (the
-//     member table), addrcheck.go (address checks: the pings an address
+//     effect), tombstone.go (what the dead leave behind), deadlist.go
+//     (the dead still held), table.go (the member table), memberchange.go
+//     (the fan-out of a member's change to the mechanisms that follow the
+//     table), addrcheck.go (address checks: the pings an address
 //     must answer for a member), moves.go (checking a member's new address),
 //     lives.go (a member's process runs: restarts and name conflicts),
 //     signatures.go (signed claims: who may say what about whom, asked

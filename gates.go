@@ -287,9 +287,7 @@ func (m *Machine) applyJoin(c *aliveClaim) {
 	s := m.addEntry(a.Name, c.addr, a.Meta, a.Versions, a.Life, StateAlive, a.Incarnation, now)
 	m.sigs.KeepAlive(a)
 	m.dropTomb(a.Name)
-	m.ringInsert(now, s)
-	m.notePartition(now, false)
-	m.addToProbeOrder(s)
+	m.memberChanged(now, s, memberAdded, StateAlive)
 	m.version++
 	m.event(EventJoin, s)
 	if c.src.passedOn() {
@@ -323,7 +321,6 @@ func (m *Machine) applyAlive(c *aliveClaim) {
 		}
 	case StateDead, StateLeft:
 		m.setState(now, s, StateAlive)
-		m.addToProbeOrder(s)
 		m.event(EventJoin, s)
 	}
 	if c.src.passedOn() {

@@ -315,31 +315,10 @@ func (m *Machine) answerStale(s *memberState) {
 	m.queueBroadcast(name, m.aliveOf(s))
 }
 
-// setState moves a member between the live set and the dead list.
+// setState sets a member's state, which moves it between the live set and
+// the dead list (memberChanged).
 func (m *Machine) setState(now time.Time, s *memberState, state State) {
-	wasLive := s.live()
 	was := s.state()
-	if was != state && (was == StateSuspect || state == StateSuspect) {
-		m.suspectChanged(now, s, was, state)
-	}
-	if was == StateAlive && state != StateAlive {
-		m.treeNeighborDown(now, s)
-	}
 	s.setState(state)
-	switch {
-	case s.live() && !wasLive:
-		m.removeDead(s)
-		m.ringInsert(now, s)
-		m.notePartition(now, false)
-	case !s.live() && wasLive:
-		m.ringRemove(now, s)
-		m.appendDead(s, now)
-		m.notePartition(now, state == StateLeft)
-	case !s.live():
-		// Dead to left: keep the reaping order fair by moving it to the
-		// back, since its time of death moved.
-		m.removeDead(s)
-		m.appendDead(s, now)
-	}
-	m.treeMemberChanged(s)
+	m.memberChanged(now, s, memberStateChanged, was)
 }

@@ -257,7 +257,6 @@ func (m *Machine) applyLife(now time.Time, s *memberState, a *wire.Alive, addr n
 		m.event(EventRestart, s)
 	default:
 		m.setState(now, s, StateAlive)
-		m.addToProbeOrder(s)
 		m.event(EventJoin, s)
 	}
 	m.queueBroadcast(name, a)

@@ -327,7 +327,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.newTree()
 	m.version = 1
 	m.unpaired = make(map[uint32]struct{})
-	m.ringInsert(now, m.self)
+	m.memberChanged(now, m.self, memberAdded, StateAlive)
 	// Spread the periodic work of members started together over one
 	// interval, so they do not probe and exchange state in lockstep.
 	if cfg.AlignedProbing {

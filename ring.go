@@ -164,7 +164,6 @@ func (m *Machine) ringInsert(now time.Time, s *memberState) {
 	if m.byName != nil {
 		m.byName.insert(m.nameOrder(), s.id)
 	}
-	m.treeMemberChanged(s)
 }
 
 func (m *Machine) ringRemove(now time.Time, s *memberState) {

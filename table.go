@@ -108,11 +108,8 @@ func (m *Machine) addEntry(name string, addr netip.AddrPort, meta []byte, vers w
 }
 
 // removeEntry forgets a member.
-func (m *Machine) removeEntry(s *memberState) {
-	if m.signing() {
-		m.sigs.Forget(m.nameOf(s))
-	}
-	delete(m.refusedChanges, s.id)
+func (m *Machine) removeEntry(now time.Time, s *memberState) {
+	m.memberChanged(now, s, memberForgotten, s.state())
 	m.reg.releaseVersion(s.version())
 	m.reg.releaseName(s.id)
 	*s = memberState{}
@@ -132,9 +129,8 @@ func (m *Machine) setIdentity(now time.Time, s *memberState, addr netip.AddrPort
 	v := m.reg.acquireVersion(s.id, addr, meta, vers, life)
 	m.reg.releaseVersion(old)
 	s.vs = v<<8 | s.vs&0xff
-	if oldVers != vers && m.ring.index(m.ringOrder(), s.id) >= 0 {
-		m.notePairing(now, s)
-		m.treeMemberChanged(s)
+	if oldVers != vers {
+		m.memberChanged(now, s, memberVersionsChanged, s.state())
 	}
 }
 

@@ -65,9 +65,7 @@ func (m *Machine) reap(now time.Time) {
 		if m.cfg.ReconnectTimeout > 0 {
 			m.addTomb(&tombstone{name: m.nameOf(s), addr: m.addrOf(s), inc: s.inc(), life: m.lifeOf(s), left: s.state() == StateLeft, since: d.since})
 		}
-		m.tree.ForgetOrigin(m.nameOf(s)) // its broadcasts have long stopped spreading
-		delete(m.rtts, m.nameOf(s))
-		m.removeEntry(s)
+		m.removeEntry(now, s)
 		m.version++
 	}
 	m.armReap()

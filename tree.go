@@ -109,7 +109,7 @@ func (m *Machine) treeOutput() {
 }
 
 // treeMemberChanged re-places s on the rings after its state, protocol
-// or existence changed (setState, ringInsert, setIdentity call it).
+// or existence changed (memberChanged calls it).
 func (m *Machine) treeMemberChanged(s *memberState) {
 	if !m.treeOn() || s == m.self || m.tree == nil {
 		return
