@@ -107,11 +107,6 @@ func (m *Machine) memberChanged(now time.Time, s *memberState, what memberChange
 			m.notePartition(now, is == StateLeft)
 		}
 	}
-	if joined && stateChanged {
-		// A member back from the dead is placed on the trees a second
-		// time; MemberChanged finds it placed already.
-		m.treeMemberChanged(s)
-	}
 	// 6. Probe order.
 	if joined && s != m.self {
 		m.addToProbeOrder(s)
