@@ -62,6 +62,28 @@ type aliveClaim struct {
 	changed bool           // "admit change": address, metadata or versions change
 }
 
+// claimSpares keeps one claim of each kind for the next delta, so that
+// passing the gates allocates nothing: the gates are called through
+// function values, which makes a claim escape to the heap. A delta that
+// arrives while its kind's spare is in use (a gate's consequence handing
+// the Machine another) takes a new one.
+type claimSpares struct {
+	alive   *aliveClaim
+	suspect *suspectClaim
+	dead    *deadClaim
+}
+
+// spare returns *p, or a new claim if it is in use (nil), leaving *p nil
+// until the caller hands the claim back.
+func spare[C any](p **C) *C {
+	c := *p
+	if c == nil {
+		return new(C)
+	}
+	*p = nil
+	return c
+}
+
 // aliveGates, suspectGates and deadGates are the gates of each kind of
 // claim, in the order a claim meets them. They are set in init: the gates
 // start checks whose verdicts come back through the handlers that run the
@@ -113,18 +135,20 @@ func init() {
 // handleAlive runs an alive delta, passed on by o, through aliveGates and
 // applies it if none takes it.
 func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o origin) {
-	c := &aliveClaim{now: now, a: a, src: src, o: o}
+	c := spare(&m.claimSpares.alive)
+	*c = aliveClaim{now: now, a: a, src: src, o: o}
 	if a.Name != m.selfName {
 		c.s = m.lookup(a.Name)
 	}
-	if passGates(m, aliveGates, c) {
-		return
-	}
-	if c.s == nil {
+	switch {
+	case passGates(m, aliveGates, c):
+	case c.s == nil:
 		m.applyJoin(c)
-		return
+	default:
+		m.applyAlive(c)
 	}
-	m.applyAlive(c)
+	*c = aliveClaim{} // keeps nothing of the delta
+	m.claimSpares.alive = c
 }
 
 func (m *Machine) gateAliveSize(c *aliveClaim) bool {
@@ -343,7 +367,12 @@ type suspectClaim struct {
 // heard of (neither in the table nor a tombstone): a hole, if the delta
 // came in a packet (repair.go).
 func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) (unknown bool) {
-	c := &suspectClaim{now: now, d: d}
+	c := spare(&m.claimSpares.suspect)
+	*c = suspectClaim{now: now, d: d}
+	defer func() {
+		*c = suspectClaim{} // keeps nothing of the delta
+		m.claimSpares.suspect = c
+	}()
 	if d.Name != m.selfName {
 		c.s = m.lookup(d.Name)
 	}
@@ -419,7 +448,12 @@ type deadClaim struct {
 // handleDead runs a dead or left delta through deadGates and applies it
 // if none takes it.
 func (m *Machine) handleDead(now time.Time, d *wire.Dead, sender *memberState) {
-	c := &deadClaim{now: now, d: d, sender: sender, st: StateDead}
+	c := spare(&m.claimSpares.dead)
+	*c = deadClaim{now: now, d: d, sender: sender, st: StateDead}
+	defer func() {
+		*c = deadClaim{} // keeps nothing of the delta
+		m.claimSpares.dead = c
+	}()
 	if d.Left {
 		c.st = StateLeft
 	}

@@ -197,7 +197,8 @@ type machineState struct {
 	// here and left out of push-pulls (admission.go)
 	refusedChanges    map[uint32]struct{}
 	lives             lives
-	newcomers         newcomers // newcomers.go
+	newcomers         newcomers   // newcomers.go
+	claimSpares       claimSpares // gates.go
 	conflictsReported map[netip.AddrPort]bool
 	// relayTokens is a token bucket bounding the ping-reqs served: one
 	// token each, maxRelayBurst at most, refilled at maxRelayBurst per
