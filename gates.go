@@ -110,9 +110,9 @@ func init() {
 		{"tombstone", "a member forgotten after its death, at no newer incarnation, not from an exchange this member started: counted (DeltasStale), its death gossiped again", (*Machine).gateTombstone},
 		{"capacity", "a member not held while MaxMembers are held or the registry's versions are full: refused, counted (MembersRefused)", (*Machine).gateCapacity},
 		{"newcomer", "a member not held, from no live member at its own address: checked at its address first", (*Machine).gateNewcomer},
-		{"admit", "a member not held that Config.Admit refuses: dropped, counted (AdmissionsRefused)", (*Machine).gateAdmit},
+		{"admit", "a member not held that Config.Admission.Admit refuses: dropped, counted (Admission.Refused)", (*Machine).gateAdmit},
 		{"move", "a live member at another address, not from a move check: checked at both addresses first", (*Machine).gateMove},
-		{"admit change", "a change that Config.Admit refuses (AdmitUpdates): the member taken out of this view, held dead here", (*Machine).gateAdmitChange},
+		{"admit change", "a change that Config.Admission.Admit refuses (Admission.Updates): the member taken out of this view, held dead here", (*Machine).gateAdmitChange},
 	}
 	suspectGates = []gate[suspectClaim]{
 		{"own name", "this member's name at its life (or none): refuted if at or above its incarnation, else its alive gossiped again (Reasserts)", (*Machine).gateSuspectSelf},
