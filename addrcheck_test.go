@@ -92,7 +92,7 @@ func addrCheckCases() []addrCheckCase {
 				h.joinPeers(1, 1)
 				a := mtAlive(9, 1)
 				a.Addr = wire.EncodeAddr(addrCheckTarget)
-				h.m.checkNewcomer(h.now, a, addrCheckTarget, origin{from: addrCheckTarget})
+				h.m.checkNewcomer(h.now, a, addrCheckTarget, teller{from: addrCheckTarget})
 			},
 			outcome: func(h *mt) string {
 				if len(h.m.newcomers.byAddr) > 0 {

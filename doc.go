@@ -49,10 +49,11 @@
 //     packet's room between them and membership deltas), tree.go (the
 //     adapter of the broadcast trees of internal/plumtree: the member
 //     table, packets and timers), userping.go (the applications' pings and
-//     round trips), status.go (what a driver reads between inputs) and
-//     observer.go (measurements for metrics). Every input carries now;
-//     every output (packets, stream exchanges, events, the next deadline)
-//     is data; NextDeadline is the head of the timer queue.
+//     round trips), status.go (what a driver reads between inputs),
+//     stats.go (the counters, grouped by mechanism) and observer.go
+//     (measurements for metrics). Every input carries now; every output
+//     (packets, stream exchanges, events, the next deadline) is data;
+//     NextDeadline is the head of the timer queue.
 //   - Runtime: Memberlist drives one Machine with real time, in the files
 //     prefixed memberlist: memberlist.go (New, the API, Shutdown),
 //     memberlist_loop.go (the loop that feeds the Machine),

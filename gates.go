@@ -52,7 +52,7 @@ type aliveClaim struct {
 	now time.Time
 	a   *wire.Alive
 	src mergeSource
-	o   origin
+	o   teller
 	s   *memberState // held under a.Name; nil: not held
 
 	// Set by the gates on the way, for the later ones and the apply.
@@ -134,7 +134,7 @@ func init() {
 
 // handleAlive runs an alive delta, passed on by o, through aliveGates and
 // applies it if none takes it.
-func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o origin) {
+func (m *Machine) handleAlive(now time.Time, a *wire.Alive, src mergeSource, o teller) {
 	c := spare(&m.claimSpares.alive)
 	*c = aliveClaim{now: now, a: a, src: src, o: o}
 	if a.Name != m.selfName {

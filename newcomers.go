@@ -51,9 +51,9 @@ const maxHeldBytes = 8 << 20
 // maxSilentAddrs bounds the addresses remembered as silent to a check.
 const maxSilentAddrs = 1024
 
-// origin is who passed news on, as far as this member can tell: it decides
+// teller is who passed news on, as far as this member can tell: it decides
 // whether news of a member not known is believed at once or checked.
-type origin struct {
+type teller struct {
 	// from is the packet's source address, or the stream's remote
 	// address.
 	from netip.AddrPort
@@ -69,8 +69,8 @@ type origin struct {
 	signer bool
 }
 
-// vouched is the origin of news no stranger can have passed on.
-var vouched = origin{member: true}
+// vouched is the teller of news no stranger can have passed on.
+var vouched = teller{member: true}
 
 // pendingNewcomer is a member not known, being checked at its announced
 // address: the news that announced it, kept (copied: it may alias a
@@ -107,13 +107,13 @@ func (n *newcomers) init() {
 // a host of several networks, would never be admitted), but it took a
 // TCP handshake from wherever it came, and all it can cost a third party
 // named as its address is one check.
-func ownNews(o origin, name string, addr netip.AddrPort) bool {
+func ownNews(o teller, name string, addr netip.AddrPort) bool {
 	return o.from == addr || (o.stream && (o.from.Addr() == addr.Addr() || name == o.sender))
 }
 
 // checkNewcomer starts the check of a's news that a member not known lives
 // at addr, passed on by o (see above), or drops it.
-func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPort, o origin) {
+func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPort, o teller) {
 	nc := &m.newcomers
 	if !ownNews(o, a.Name, addr) {
 		m.stats.Admission.NewcomersRefused++
@@ -153,7 +153,7 @@ func cloneAlive(a *wire.Alive) wire.Alive {
 // already, it is dropped and counted), and nothing else of it is applied
 // now. Only a peer's own exchange (mergePushPull) comes from a process not
 // known, so that is how it is merged later.
-func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []byte, o origin) bool {
+func (m *Machine) holdForNewcomer(now time.Time, pp *wire.PushPullView, data []byte, o teller) bool {
 	var v wire.MemberView
 	var addr netip.AddrPort
 	for c := pp.Cursor(); c.Next(&v); {

@@ -299,7 +299,7 @@ func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, pe
 	if !held {
 		m.takeState(pp, src)
 	}
-	o := m.pushPullOrigin(pp.From, peer, src)
+	o := m.pushPullTeller(pp.From, peer, src)
 	var v wire.MemberView
 	for c := pp.Cursor(); c.Next(&v); {
 		if string(v.Name) == m.selfName {
@@ -315,10 +315,10 @@ func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, pe
 		if m.holdForNewcomer(now, pp, data, o) {
 			return pp.From, nil
 		}
-		o = m.pushPullOrigin(pp.From, peer, src)
+		o = m.pushPullTeller(pp.From, peer, src)
 	}
 	o.signer = m.signing() && senderSigns(pp)
-	mg := &pendingMerge{cursor: pp.Cursor(), from: pp.From, src: src, origin: o}
+	mg := &pendingMerge{cursor: pp.Cursor(), from: pp.From, src: src, teller: o}
 	if !m.mergeSome(now, mg, mergeSlice) {
 		m.merges = append(m.merges, mg)
 		m.armAt(timerMerge, now)
@@ -326,11 +326,11 @@ func (m *Machine) mergeStateHeld(now time.Time, data []byte, src mergeSource, pe
 	return pp.From, nil
 }
 
-// pushPullOrigin is the origin of a push-pull's news (newcomers.go): a
+// pushPullTeller is the teller of a push-pull's news (newcomers.go): a
 // member's, when this member started the exchange or the sender is a live
 // member at the stream's host.
-func (m *Machine) pushPullOrigin(from string, peer netip.AddrPort, src mergeSource) origin {
-	o := origin{from: peer, stream: true, sender: from, member: src != mergePushPull}
+func (m *Machine) pushPullTeller(from string, peer netip.AddrPort, src mergeSource) teller {
+	o := teller{from: peer, stream: true, sender: from, member: src != mergePushPull}
 	if s := m.lookup(from); !o.member && s != nil && s != m.self && s.live() && m.addrOf(s).Addr() == peer.Addr() {
 		o.member = true
 	}
@@ -373,7 +373,7 @@ type pendingMerge struct {
 	cursor *wire.PushPullCursor
 	from   string
 	src    mergeSource
-	origin origin
+	teller teller
 }
 
 // mergeSome applies up to n more members of mg, skipping our own entry
@@ -385,7 +385,7 @@ func (m *Machine) mergeSome(now time.Time, mg *pendingMerge, n int) bool {
 			return true
 		}
 		if string(v.Name) != m.selfName {
-			m.mergeMember(now, &v, mg.from, mg.src, mg.origin)
+			m.mergeMember(now, &v, mg.from, mg.src, mg.teller)
 		}
 	}
 	return mg.cursor.Left() == 0
@@ -405,7 +405,7 @@ func (m *Machine) tickMerges(now time.Time) {
 // mergeMember applies one member of a peer's view. The views alias the
 // packet: nothing here keeps them past the call (the handlers encode or
 // copy what they store).
-func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource, o origin) {
+func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, src mergeSource, o teller) {
 	if s := m.lookupBytes(v.Name); s != nil && s != m.self && precedence(s.state(), s.inc(), State(v.State), v.Incarnation) == stale &&
 		(len(v.Sig) == 0 || !m.signing() || m.sigs.Holds(string(v.Name))) &&
 		(State(v.State) != StateAlive || !otherLife(m.lifeOf(s), v.Life)) &&
