@@ -11,17 +11,15 @@ import (
 
 // The gates of a claim. A membership delta (alive, suspect, dead or left)
 // is a claim about a member, and takes effect only if its author may say
-// it (DESIGN principle 8). Each kind passes one ordered list of gates,
-// below; the first gate that takes the claim ends its way, and a claim no
-// gate takes is applied. A gate that takes a claim drops it (counting it
-// or not), answers it, or starts a check at an address whose verdict
-// brings the claim back later (addrcheck.go, with a source that the same
-// gate then lets through).
+// it. Each kind passes one ordered list of gates, below; the first gate
+// that takes the claim ends its way, and a claim no gate takes is applied.
+// A gate that takes a claim drops it (counting it or not), answers it, or
+// starts a check at an address whose verdict brings the claim back later
+// (addrcheck.go, with a source that the same gate then lets through).
 //
-// The order is the one the handlers have always kept, and the lists are
-// the single place that states it (TestGateOrder and the list in
-// docs/security.md follow it). It is cheapest first but for one seam,
-// kept as it is: with signatures on, an alive's signature is verified
+// The lists are the single place that states the order (TestGateOrder
+// and the list in docs/security.md follow it). It is cheapest first but
+// for one seam: with signatures on, an alive's signature is verified
 // ("signature") before its life, versions, staleness, address, name and
 // capacity are looked at; only copies that change nothing held are
 // dropped unverified before it ("news").

@@ -88,8 +88,8 @@ func (r *room) impurities() []string {
 
 // TestRoomsArePure: the packages the Machine drives do no I/O, take no
 // lock, read no clock, start no goroutine, use no channel and draw
-// randomness only from what the Machine passes them (DESIGN.md,
-// principles 1 and 9).
+// randomness only from what the Machine passes them, as the core does
+// (doc.go, "Layers").
 func TestRoomsArePure(t *testing.T) {
 	for _, dir := range pureRooms {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
