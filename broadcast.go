@@ -7,10 +7,10 @@ import (
 	"github.com/swim-go/swim/internal/wire"
 )
 
-// broadcast is one delta waiting to be piggybacked, a membership change
-// or an application's broadcast: an encoded frame plus how often it has
-// been sent.
-type broadcast struct {
+// queued is one delta waiting to be piggybacked, a membership change or
+// an application's broadcast gossiped: an encoded frame plus how often it
+// has been sent.
+type queued struct {
 	key       string // a newer delta with the same key replaces this one
 	frame     []byte
 	transmits int
@@ -30,17 +30,17 @@ type broadcast struct {
 	epoch      uint64
 	seq        uint32
 	notify     uint64
-	prev, next *broadcast
+	prev, next *queued
 }
 
-// bucketList is an intrusive doubly linked list of broadcasts with the same
-// transmit count, newest at the head.
+// bucketList is an intrusive doubly linked list of queued deltas with the
+// same transmit count, newest at the head.
 type bucketList struct {
-	head, tail *broadcast
+	head, tail *queued
 	n          int
 }
 
-func (l *bucketList) pushFront(b *broadcast) {
+func (l *bucketList) pushFront(b *queued) {
 	b.prev, b.next = nil, l.head
 	if l.head != nil {
 		l.head.prev = b
@@ -51,7 +51,7 @@ func (l *bucketList) pushFront(b *broadcast) {
 	l.n++
 }
 
-func (l *bucketList) remove(b *broadcast) {
+func (l *bucketList) remove(b *queued) {
 	if b.prev != nil {
 		b.prev.next = b.next
 	} else {
@@ -66,18 +66,18 @@ func (l *bucketList) remove(b *broadcast) {
 	l.n--
 }
 
-// broadcastQueue is the bounded piggyback queue (SWIM §4.1, "infection-style
-// dissemination"). Deltas are taken fewest-transmitted first, newest first
-// among equals, so fresh news spreads before old news is repeated. Each
-// delta is sent a limited number of times, RetransmitMult·max(2,
-// ceil(log10(N+1))) (retransmitLimit, machine.go), which reaches every
-// member with high probability in O(log N) periods. A newer delta about a
-// member invalidates the queued one. When the queue is
+// piggybackQueue is the bounded piggyback queue (SWIM §4.1,
+// "infection-style dissemination"). Deltas are taken fewest-transmitted
+// first, newest first among equals, so fresh news spreads before old news
+// is repeated. Each delta is sent a limited number of times,
+// RetransmitMult·max(2, ceil(log10(N+1))) (retransmitLimit, machine.go),
+// which reaches every member with high probability in O(log N) periods. A
+// newer delta about a member invalidates the queued one. When the queue is
 // over its limits (a count, and for applications' broadcasts bytes too),
 // the deltas sent most often go first.
-type broadcastQueue struct {
+type piggybackQueue struct {
 	buckets   []bucketList // index: transmit count
-	byKey     map[string]*broadcast
+	byKey     map[string]*queued
 	n         int
 	bytes     int // of the frames queued
 	peak      int // most deltas pending since byKey was last made
@@ -91,14 +91,14 @@ type broadcastQueue struct {
 	done []Outcome
 }
 
-func newBroadcastQueue(limit, byteLimit int) *broadcastQueue {
-	return &broadcastQueue{byKey: make(map[string]*broadcast), limit: limit, byteLimit: byteLimit}
+func newPiggybackQueue(limit, byteLimit int) *piggybackQueue {
+	return &piggybackQueue{byKey: make(map[string]*queued), limit: limit, byteLimit: byteLimit}
 }
 
 // Len is the number of pending deltas.
-func (q *broadcastQueue) Len() int { return q.n }
+func (q *piggybackQueue) Len() int { return q.n }
 
-func (q *broadcastQueue) bucket(i int) *bucketList {
+func (q *piggybackQueue) bucket(i int) *bucketList {
 	for len(q.buckets) <= i {
 		q.buckets = append(q.buckets, bucketList{})
 	}
@@ -107,8 +107,8 @@ func (q *broadcastQueue) bucket(i int) *bucketList {
 
 // queue adds a delta about key, replacing any pending delta about it, and
 // returns it so the caller can watch it (a leave waits until it was sent).
-func (q *broadcastQueue) queue(key string, frame []byte) *broadcast {
-	b := &broadcast{key: key, frame: frame, proto: 1}
+func (q *piggybackQueue) queue(key string, frame []byte) *queued {
+	b := &queued{key: key, frame: frame, proto: 1}
 	q.add(b)
 	return b
 }
@@ -116,7 +116,7 @@ func (q *broadcastQueue) queue(key string, frame []byte) *broadcast {
 // queueOrdered adds b unless a delta with its key is queued that comes
 // later in its origin's order (epoch, seq), which it must not replace; it
 // reports whether b was queued.
-func (q *broadcastQueue) queueOrdered(b *broadcast) bool {
+func (q *piggybackQueue) queueOrdered(b *queued) bool {
 	if old, ok := q.byKey[b.key]; ok && (old.epoch > b.epoch || old.epoch == b.epoch && old.seq >= b.seq) {
 		return false
 	}
@@ -124,7 +124,7 @@ func (q *broadcastQueue) queueOrdered(b *broadcast) bool {
 	return true
 }
 
-func (q *broadcastQueue) add(b *broadcast) {
+func (q *piggybackQueue) add(b *queued) {
 	if old, ok := q.byKey[b.key]; ok {
 		q.unlink(old)
 		q.finish(old, ErrBroadcastReplaced)
@@ -140,7 +140,7 @@ func (q *broadcastQueue) add(b *broadcast) {
 }
 
 // finish records the fate of b, if its origin waits for it.
-func (q *broadcastQueue) finish(b *broadcast, err error) {
+func (q *piggybackQueue) finish(b *queued, err error) {
 	if b.notify != 0 {
 		q.done = append(q.done, Outcome{ID: b.notify, Err: err})
 		b.notify = 0
@@ -149,7 +149,7 @@ func (q *broadcastQueue) finish(b *broadcast, err error) {
 
 // finishAll retires every queued delta as sent: none is left to send it
 // to (the applications' broadcasts once no member reads gossip, tree.go).
-func (q *broadcastQueue) finishAll() {
+func (q *piggybackQueue) finishAll() {
 	for i := range q.buckets {
 		for b := q.buckets[i].head; b != nil; {
 			next := b.next
@@ -161,27 +161,27 @@ func (q *broadcastQueue) finishAll() {
 }
 
 // takeDone returns the fates recorded since the last call.
-func (q *broadcastQueue) takeDone() []Outcome {
+func (q *piggybackQueue) takeDone() []Outcome {
 	d := q.done
 	q.done = nil
 	return d
 }
 
 // markLazy marks b, just queued, as lazy.
-func (q *broadcastQueue) markLazy(b *broadcast) {
+func (q *piggybackQueue) markLazy(b *queued) {
 	if b != nil && !b.lazy && !b.removed {
 		b.lazy = true
 		q.lazy++
 	}
 }
 
-func (q *broadcastQueue) unlink(b *broadcast) {
+func (q *piggybackQueue) unlink(b *queued) {
 	q.bucket(b.transmits).remove(b)
 	q.forget(b)
 }
 
 // forget drops b, already out of its bucket, from the index and counts.
-func (q *broadcastQueue) forget(b *broadcast) {
+func (q *piggybackQueue) forget(b *queued) {
 	if q.byKey[b.key] == b {
 		delete(q.byKey, b.key)
 	}
@@ -198,14 +198,14 @@ func (q *broadcastQueue) forget(b *broadcast) {
 // deltas: Go maps never give back their buckets, and after a join storm
 // every member of a large cluster would otherwise hold an index sized for
 // the whole cluster.
-func (q *broadcastQueue) shrinkIfEmpty() {
+func (q *piggybackQueue) shrinkIfEmpty() {
 	if q.n == 0 && q.peak > 64 {
-		q.byKey = make(map[string]*broadcast)
+		q.byKey = make(map[string]*queued)
 		q.peak = 0
 	}
 }
 
-func (q *broadcastQueue) dropMostSent() {
+func (q *piggybackQueue) dropMostSent() {
 	for i := len(q.buckets) - 1; i >= 0; i-- {
 		if t := q.buckets[i].tail; t != nil {
 			q.unlink(t)
@@ -218,7 +218,7 @@ func (q *broadcastQueue) dropMostSent() {
 
 // dropMostSentLazy drops the lazy delta sent most often, the oldest among
 // equals; it reports false when none is queued.
-func (q *broadcastQueue) dropMostSentLazy() bool {
+func (q *piggybackQueue) dropMostSentLazy() bool {
 	for i := len(q.buckets) - 1; i >= 0; i-- {
 		for b := q.buckets[i].tail; b != nil; b = b.prev {
 			if b.lazy {
@@ -242,14 +242,14 @@ const maxSkips = 32
 // compound framing overhead per frame) and that a receiver speaking up to
 // protocol proto reads, counting one transmission for each, and retires
 // those sent limit times. It returns the frames and the bytes used.
-func (q *broadcastQueue) take(frames [][]byte, budget, limit int, proto uint8) ([][]byte, int) {
+func (q *piggybackQueue) take(frames [][]byte, budget, limit int, proto uint8) ([][]byte, int) {
 	q.packet++
 	return q.takeMore(frames, budget, limit, proto)
 }
 
 // takeMore is take for the packet the last take began: a delta that one
 // took is not taken again.
-func (q *broadcastQueue) takeMore(frames [][]byte, budget, limit int, proto uint8) ([][]byte, int) {
+func (q *piggybackQueue) takeMore(frames [][]byte, budget, limit int, proto uint8) ([][]byte, int) {
 	if q.n == 0 {
 		return frames, 0
 	}

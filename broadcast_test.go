@@ -18,7 +18,7 @@ func frameOf(n int, tag byte) []byte {
 }
 
 func TestBroadcastQueueFewestSentFirstNewestFirst(t *testing.T) {
-	q := newBroadcastQueue(100, 0)
+	q := newPiggybackQueue(100, 0)
 	q.queue("a", frameOf(10, 'a'))
 	q.queue("b", frameOf(10, 'b'))
 	// Room for one delta: the newest unsent one goes first.
@@ -33,7 +33,7 @@ func TestBroadcastQueueFewestSentFirstNewestFirst(t *testing.T) {
 }
 
 func TestBroadcastQueueRetiresAfterLimit(t *testing.T) {
-	q := newBroadcastQueue(100, 0)
+	q := newPiggybackQueue(100, 0)
 	b := q.queue("a", frameOf(10, 'a'))
 	for i := 0; i < 3; i++ {
 		frames, _ := q.take(nil, 1000, 3, wire.MaxProtocol)
@@ -46,7 +46,7 @@ func TestBroadcastQueueRetiresAfterLimit(t *testing.T) {
 }
 
 func TestBroadcastQueueInvalidatesOlderDelta(t *testing.T) {
-	q := newBroadcastQueue(100, 0)
+	q := newPiggybackQueue(100, 0)
 	old := q.queue("a", frameOf(10, '1'))
 	q.queue("a", frameOf(10, '2'))
 	require.Equal(t, 1, q.Len())
@@ -56,7 +56,7 @@ func TestBroadcastQueueInvalidatesOlderDelta(t *testing.T) {
 }
 
 func TestBroadcastQueueNeverSendsOneDeltaTwiceInAPacket(t *testing.T) {
-	q := newBroadcastQueue(100, 0)
+	q := newPiggybackQueue(100, 0)
 	for i := 0; i < 5; i++ {
 		q.queue(fmt.Sprint(i), frameOf(5, byte('0'+i)))
 	}
@@ -70,7 +70,7 @@ func TestBroadcastQueueNeverSendsOneDeltaTwiceInAPacket(t *testing.T) {
 }
 
 func TestBroadcastQueueRespectsBudgetAndSkipsLargeDeltas(t *testing.T) {
-	q := newBroadcastQueue(100, 0)
+	q := newPiggybackQueue(100, 0)
 	q.queue("small", frameOf(10, 's'))
 	q.queue("big", frameOf(100, 'b'))
 	frames, used := q.take(nil, 50, 5, wire.MaxProtocol)
@@ -80,7 +80,7 @@ func TestBroadcastQueueRespectsBudgetAndSkipsLargeDeltas(t *testing.T) {
 }
 
 func TestBroadcastQueueDropsMostSentWhenFull(t *testing.T) {
-	q := newBroadcastQueue(2, 0)
+	q := newPiggybackQueue(2, 0)
 	q.queue("a", frameOf(10, 'a'))
 	q.take(nil, 10+wire.FrameOverheadMax, 5, wire.MaxProtocol) // a sent once
 	q.queue("b", frameOf(10, 'b'))

@@ -346,7 +346,7 @@ func (m *Machine) applyAlive(c *aliveClaim) {
 		m.event(EventJoin, s)
 	}
 	if c.src.passedOn() {
-		m.queueBroadcast(a.Name, a)
+		m.queueNews(a.Name, a)
 	}
 }
 
@@ -470,7 +470,7 @@ func (m *Machine) handleDead(now time.Time, d *wire.Dead, sender *memberState) {
 		s.setInc(d.Incarnation)
 		m.setState(now, s, c.st)
 		m.version++
-		m.queueBroadcast(d.Name, d)
+		m.queueNews(d.Name, d)
 		return
 	}
 	// A settled death, or the member's own leave ("member's word").

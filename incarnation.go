@@ -146,7 +146,7 @@ func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string
 		}
 		return &wire.Suspect{Name: name, Incarnation: inc, From: from, Silence: uint32(max(silence, 0) / time.Millisecond), Life: m.lifeOf(s)}
 	}
-	queue := m.queueBroadcast
+	queue := m.queueNews
 	if from == m.selfName {
 		queue = m.queueOwnNews
 	}
@@ -212,7 +212,7 @@ func (m *Machine) declareDead(now time.Time, s *memberState, inc uint64, from st
 	m.event(EventLeave, s)
 	d := &wire.Dead{Name: name, Incarnation: inc, From: from, Left: left, Life: m.lifeOf(s)}
 	if from != m.selfName {
-		m.queueBroadcast(name, d)
+		m.queueNews(name, d)
 		return
 	}
 	m.queueOwnNews(name, d)
@@ -312,7 +312,7 @@ func (m *Machine) answerStale(s *memberState) {
 		return
 	}
 	m.stats.StaleAccusationsAnswered++
-	m.queueBroadcast(name, m.aliveOf(s))
+	m.queueNews(name, m.aliveOf(s))
 }
 
 // setState sets a member's state, which moves it between the live set and

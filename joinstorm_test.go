@@ -222,7 +222,7 @@ func TestJoinStormDefersHoleAsks(t *testing.T) {
 
 // Lazy join news is retired after half the sends of other news.
 func TestLazyJoinNewsSentHalfAsOften(t *testing.T) {
-	q := newBroadcastQueue(100, 0)
+	q := newPiggybackQueue(100, 0)
 	eager := q.queue("eager", frameOf(10, 'e'))
 	lazy := q.queue("lazy", frameOf(10, 'l'))
 	q.markLazy(lazy)

@@ -94,7 +94,7 @@ func (m *Machine) Leave(now time.Time) error {
 	m.self.setState(StateLeft)
 	m.version++
 	m.probes = nil
-	m.leaveBroadcast = m.queueOwnNews(m.selfName, m.ownLeave())
+	m.leaveNews = m.queueOwnNews(m.selfName, m.ownLeave())
 	// Send it now rather than at the next gossip slot.
 	m.gossipNow(now)
 	m.noticeLeave(now)
@@ -201,7 +201,7 @@ func (m *Machine) rejoin(now time.Time) {
 	m.self.setState(StateAlive)
 	m.version++
 	m.lives.yielded = false // asked to join again: the conflict is found again if it lasts
-	m.leaveBroadcast = nil
+	m.leaveNews = nil
 	m.leaveNotices = nil
 	m.broadcastSelfAlive() // replaces the queued leave, if it is still queued
 	if m.cfg.AlignedProbing {
@@ -222,10 +222,10 @@ func (m *Machine) rejoin(now time.Time) {
 // acknowledged its leave notice, was sent it five times, or has died or
 // left since.
 func (m *Machine) leaveDone() bool {
-	if m.leaveBroadcast == nil || len(m.leaveNotices) > 0 {
+	if m.leaveNews == nil || len(m.leaveNotices) > 0 {
 		return false
 	}
-	return m.leaveBroadcast.removed || m.numOthers() == 0
+	return m.leaveNews.removed || m.numOthers() == 0
 }
 
 // UpdateMeta changes this member's metadata and gossips it at a new

@@ -259,7 +259,7 @@ func (m *Machine) applyLife(now time.Time, s *memberState, a *wire.Alive, addr n
 		m.setState(now, s, StateAlive)
 		m.event(EventJoin, s)
 	}
-	m.queueBroadcast(name, a)
+	m.queueNews(name, a)
 }
 
 // restartPending reports whether a new life of s is being checked: a

@@ -219,10 +219,10 @@ type machineState struct {
 
 	// dissemination (broadcast.go): membership deltas in bq, the
 	// applications' broadcasts in uq (usermsg.go)
-	bq *broadcastQueue
-	uq *broadcastQueue
+	bq *piggybackQueue
+	uq *piggybackQueue
 	// lastMemberGossip is when the last gossip round carried membership
-	// news (queueBroadcast); lastGossipRound when the last round went out.
+	// news (queueNews); lastGossipRound when the last round went out.
 	lastMemberGossip time.Time
 	lastGossipRound  time.Time
 	// lastJoinNews is when the alive of a newcomer was last queued: the
@@ -255,7 +255,7 @@ type machineState struct {
 	seeds         []netip.AddrPort
 	seedsUntil    time.Time
 
-	leaveBroadcast *broadcast
+	leaveNews *queued
 	// the leave notices waiting for an ack, by seq (lifecycle.go)
 	leaveNotices map[uint32]*leaveNotice
 
@@ -315,8 +315,8 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.streams = make(map[uint64]pendingStream)
 	m.streamChecks = make(map[uint64]*finalCheck)
 	m.tombByName = make(map[string]*tombstone)
-	m.bq = newBroadcastQueue(cfg.DeltaQueueLimit, 0)
-	m.uq = newBroadcastQueue(cfg.Broadcasts.QueueLimit, cfg.Broadcasts.QueueBytes)
+	m.bq = newPiggybackQueue(cfg.DeltaQueueLimit, 0)
+	m.uq = newPiggybackQueue(cfg.Broadcasts.QueueLimit, cfg.Broadcasts.QueueBytes)
 	m.bcastEpoch = epochOf(now)
 	m.selfName = cfg.Name
 	if cfg.Observer != nil {
@@ -666,16 +666,16 @@ func (m *Machine) packetBudget() int {
 	return m.cfg.PacketBudget - wire.EnvelopeOverhead(len(m.cfg.Label))
 }
 
-// queueBroadcast encodes msg and queues it for dissemination about name. A
+// queueNews encodes msg and queues it for dissemination about name. A
 // message that does not encode (a bug: deltas from peers passed the same
 // limits on the way in) is counted and not queued; the result is then nil.
-func (m *Machine) queueBroadcast(name string, msg wire.Message) *broadcast {
+func (m *Machine) queueNews(name string, msg wire.Message) *queued {
 	return m.queueDelta(name, msg, false)
 }
 
-// queueOwnNews is queueBroadcast for news this member is the source of:
+// queueOwnNews is queueNews for news this member is the source of:
 // a join storm does not pace the round that carries it (joinstorm.go).
-func (m *Machine) queueOwnNews(name string, msg wire.Message) *broadcast {
+func (m *Machine) queueOwnNews(name string, msg wire.Message) *queued {
 	b := m.queueDelta(name, msg, false)
 	if b != nil {
 		m.ownNews = true
@@ -683,9 +683,9 @@ func (m *Machine) queueOwnNews(name string, msg wire.Message) *broadcast {
 	return b
 }
 
-// queueDelta is queueBroadcast; lazy news (joinstorm.go) does not bring
+// queueDelta is queueNews; lazy news (joinstorm.go) does not bring
 // the next gossip round forward.
-func (m *Machine) queueDelta(name string, msg wire.Message, lazy bool) *broadcast {
+func (m *Machine) queueDelta(name string, msg wire.Message, lazy bool) *queued {
 	switch d := msg.(type) {
 	case *wire.Suspect:
 		if len(d.Sig) == 0 {

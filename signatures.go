@@ -159,7 +159,7 @@ func (m *Machine) bindsKey(a *wire.Alive, s *memberState, src mergeSource) bool 
 	}
 	m.sigs.KeepAlive(a)
 	if src.passedOn() {
-		m.queueBroadcast(a.Name, a)
+		m.queueNews(a.Name, a)
 	}
 	return true
 }

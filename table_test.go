@@ -180,7 +180,7 @@ func BenchmarkPushPullUnchanged(b *testing.B) {
 // each retired after 12 sends as in a cluster of about 1,000; the queue is
 // refilled with 1,000 deltas whenever it runs dry.
 func BenchmarkBroadcastTake(b *testing.B) {
-	q := newBroadcastQueue(4096, 0)
+	q := newPiggybackQueue(4096, 0)
 	frames := make([][]byte, 1000)
 	for i := range frames {
 		f, err := wire.AppendFrame(nil, mtAlive(i+1, 1))

@@ -44,7 +44,7 @@ func tableMemory(tb testing.TB, machines, n int) (perEntry, scanPerEntry float64
 		}
 		require.Equal(tb, n+1, m.NumMembers())
 		m.Ready()
-		m.bq = newBroadcastQueue(cfg.DeltaQueueLimit, 0)
+		m.bq = newPiggybackQueue(cfg.DeltaQueueLimit, 0)
 		ms = append(ms, m)
 	}
 	o1, s1 := heapInUse()

@@ -207,7 +207,7 @@ func (m *Machine) Broadcast(now time.Time, key string, payload []byte) (uint64, 
 		m.treeOriginate(now, msg, frame, notify)
 	}
 	if gossip {
-		m.uq.queueOrdered(&broadcast{
+		m.uq.queueOrdered(&queued{
 			key: plumtree.Key(msg), frame: frame, proto: wire.ProtocolUser,
 			epoch: msg.Epoch, seq: msg.Seq, notify: id,
 		})
@@ -359,7 +359,7 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 	}
 	m.tree.Forward(now, from, msg, frame)
 	m.treeOutput()
-	if m.gossipsBroadcasts() && m.uq.queueOrdered(&broadcast{key: plumtree.Key(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq}) {
+	if m.gossipsBroadcasts() && m.uq.queueOrdered(&queued{key: plumtree.Key(msg), frame: frame, proto: wire.ProtocolUser, epoch: msg.Epoch, seq: msg.Seq}) {
 		m.eagerNewsQueued()
 	}
 }

@@ -256,7 +256,7 @@ func TestBroadcastDeliveredOnce(t *testing.T) {
 func TestFairBudget(t *testing.T) {
 	h := newUserMT(t)
 	for i := range 300 {
-		h.m.queueBroadcast(fmt.Sprintf("x%03d", i), &wire.Alive{Name: fmt.Sprintf("x%03d", i), Addr: wire.EncodeAddr(mtPeerAddr(100 + i)), Incarnation: 1})
+		h.m.queueNews(fmt.Sprintf("x%03d", i), &wire.Alive{Name: fmt.Sprintf("x%03d", i), Addr: wire.EncodeAddr(mtPeerAddr(100 + i)), Incarnation: 1})
 	}
 	for i := range 300 {
 		_, err := h.m.Broadcast(h.now, "", bytes.Repeat([]byte{byte(i)}, 60))
