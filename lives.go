@@ -368,3 +368,43 @@ func (m *Machine) sendRestartNotices() {
 		}
 	})
 }
+
+// Name conflicts. News that this member is alive at another address is
+// either from a previous life under this name (a restart on a new port,
+// before the old process was declared dead), which the refutation answers,
+// or from a second live process with the same name. A ping in this name
+// to that address (an address check, addrcheck.go) tells them apart: only
+// a live process answers it.
+
+// maxConflictChecks bounds the conflict pings in flight; an address
+// claimed in a flood of forged news waits for the next claim.
+const maxConflictChecks = 16
+
+// checkConflict pings addr in this member's name, unless it is this
+// member's own address, is being checked, or was reported already.
+func (m *Machine) checkConflict(now time.Time, addr netip.AddrPort) {
+	if addr == m.addrOf(m.self) || m.conflictsReported[addr] || len(m.conflictPings) >= maxConflictChecks {
+		return
+	}
+	if _, ok := m.conflictPings[addr]; ok {
+		return
+	}
+	m.conflictPings[addr] = struct{}{}
+	m.startAddrCheck(now, m.nextSeq(), addrCheck{kind: addrCheckConflict, addr: addr, name: m.selfName}, nil)
+}
+
+// conflictAnswered reports the conflict with the process at addr, which
+// answered a ping in this member's name.
+func (m *Machine) conflictAnswered(addr netip.AddrPort) {
+	delete(m.conflictPings, addr)
+	if m.conflictsReported[addr] {
+		return // found by the check of its life meanwhile (lives.go)
+	}
+	if len(m.conflictsReported) < m.cfg.MaxMembers {
+		m.conflictsReported[addr] = true
+	}
+	m.stats.Lives.NameConflicts++
+	mb := m.export(m.self)
+	mb.Addr = addr
+	m.emitEvent(Event{Kind: EventConflict, Member: mb})
+}
