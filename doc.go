@@ -22,38 +22,36 @@
 // or draws from a global random source. TestDocLayerMap checks this list
 // against them.
 //
-//   - Core: Machine, the protocol of one member as a pure state machine,
-//     in files named for what they hold: machine.go (the Machine, its
-//     inputs and outputs), lifecycle.go (join, leave, metadata), probe.go
-//     (probes, ping-req, acks and nacks), ring.go (the probe ring),
-//     pairing.go (paired probing), suspicion.go (suspicion timers),
-//     incarnation.go (precedence, refutation), gates.go (the gates of a
-//     claim: the ordered checks a membership delta passes before it takes
-//     effect), tombstone.go (what the dead leave behind), deadlist.go
-//     (the dead still held), table.go (the member table), memberchange.go
-//     (the fan-out of a member's change to the mechanisms that follow the
-//     table), addrcheck.go (address checks: the pings an address
-//     must answer for a member), moves.go (checking a member's new address),
-//     lives.go (a member's process runs: restarts and name conflicts),
-//     signatures.go (signed claims: who may say what about whom, asked
-//     of internal/claims),
-//     newcomers.go (checking a member not known before it is admitted),
-//     registry.go (member identities, shared by Machines),
-//     broadcast.go (the piggyback queues, fewest-sent first, and periodic
-//     gossip), joinstorm.go (pacing news in a join storm), repair.go
-//     (gossip's gaps: asks for missed members, view digests), pushpull.go
-//     (anti-entropy and join exchanges), health.go (local health),
-//     timers.go (the one timer queue), admission.go (the application's say
-//     over who joins), partition.go (the partition alarm), usermsg.go (the
-//     applications' messages and broadcasts, and the packer that shares a
-//     packet's room between them and membership deltas), tree.go (the
-//     adapter of the broadcast trees of internal/plumtree: the member
+//   - Core: Machine, the protocol of one member as a pure state machine, in
+//     files named for what they hold: machine.go (the Machine, its inputs and
+//     outputs), lifecycle.go (join, leave, metadata), probe.go (probes,
+//     ping-req, acks and nacks), ring.go (the probe ring), pairing.go (paired
+//     probing), suspicion.go (suspicion timers), incarnation.go (precedence,
+//     refutation), gates.go (the gates of a claim: the ordered checks a
+//     membership delta passes before it takes effect), tombstone.go (what the
+//     dead leave behind), deadlist.go (the dead still held), table.go (the
+//     member table), memberchange.go (the fan-out of a member's change to the
+//     mechanisms that follow the table), addrcheck.go (address checks: the
+//     pings an address must answer for a member), moves.go (checking a
+//     member's new address), lives.go (a member's process runs: restarts and
+//     name conflicts), signatures.go (signed claims: who may say what about
+//     whom, asked of internal/claims), newcomers.go (checking a member not
+//     known before it is admitted), registry.go (member identities, shared by
+//     Machines), broadcast.go (the piggyback queues, fewest-sent first, the
+//     packer that shares a packet's room between membership deltas and
+//     applications' broadcasts, and periodic gossip), joinstorm.go (pacing
+//     news in a join storm), repair.go (gossip's gaps: asks for missed
+//     members, view digests), pushpull.go (anti-entropy and join exchanges),
+//     health.go (local health), timers.go (the one timer queue), admission.go
+//     (the application's say over who joins), partition.go (the partition
+//     alarm), usermsg.go (the applications' messages and broadcasts), tree.go
+//     (the adapter of the broadcast trees of internal/plumtree: the member
 //     table, packets and timers), userping.go (the applications' pings and
-//     round trips), status.go (what a driver reads between inputs),
-//     stats.go (the counters, grouped by mechanism) and observer.go
-//     (measurements for metrics). Every input carries now; every output
-//     (packets, stream exchanges, events, the next deadline) is data;
-//     NextDeadline is the head of the timer queue.
+//     round trips), status.go (what a driver reads between inputs), stats.go
+//     (the counters, grouped by mechanism) and observer.go (measurements for
+//     metrics). Every input carries now; every output (packets, stream
+//     exchanges, events, the next deadline) is data; NextDeadline is the head
+//     of the timer queue.
 //   - Runtime: Memberlist drives one Machine with real time, in the files
 //     prefixed memberlist: memberlist.go (New, the API, Shutdown),
 //     memberlist_loop.go (the loop that feeds the Machine),

@@ -242,31 +242,6 @@ func (m *Machine) maxBroadcastFrame() int {
 // epochOf is the broadcast epoch of a Machine started at now.
 func epochOf(now time.Time) uint64 { return uint64(max(now.UnixMilli(), 1)) }
 
-// piggyback appends to frames the pending deltas that fit in budget bytes
-// of a packet to `to`: membership deltas and applications' broadcasts. The
-// fair budget: each kind is sure of half the budget whatever the other
-// holds, and may use what the other leaves. Membership deltas go first, up
-// to half; broadcasts then take what is left; membership deltas then take
-// what the broadcasts left. So a cluster whose membership churns still
-// carries applications' data (at 2,500 members, membership news alone can
-// fill every packet), and a flood of broadcasts never holds back a
-// suspicion or a refutation by more than half a packet's room. Broadcasts
-// go by gossip only to members that read no trees (tree.go); announcements
-// of the trees take what room is left.
-func (m *Machine) piggyback(frames [][]byte, budget int, to netip.AddrPort) [][]byte {
-	proto := m.protocolAt(to)
-	limit := m.retransmitLimit()
-	if m.uq.Len() == 0 || proto < wire.ProtocolUser || m.treeOn() && proto >= wire.ProtocolTree {
-		frames, used := m.bq.take(frames, budget, limit, proto)
-		return m.treePiggyback(frames, budget-used, to)
-	}
-	frames, used := m.bq.take(frames, budget/2, limit, proto)
-	frames, more := m.uq.take(frames, budget-used, limit, proto)
-	used += more
-	frames, more = m.bq.takeMore(frames, budget-used, limit, proto)
-	return m.treePiggyback(frames, budget-used-more, to)
-}
-
 // handleUser delivers a direct message that came in a packet, if its
 // sender is the member it names.
 func (m *Machine) handleUser(from netip.AddrPort, sender *memberState, msg *wire.User) {
