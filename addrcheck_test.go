@@ -2,10 +2,8 @@ package swim
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -186,38 +184,5 @@ func TestAddrCheckTable(t *testing.T) {
 				require.Equal(t, tc.silent, tc.outcome(h), "silence concludes once")
 			})
 		})
-	}
-}
-
-// Timers due at the same instant fire in the order of their kinds, and an
-// address check's deadline at the place addrCheckTies gives its kind of
-// check, whatever the order they were armed in.
-func TestAddrCheckTies(t *testing.T) {
-	at := mtStart.Add(time.Second)
-	check := func(c addrCheckKind) timer { return timer{at: at, kind: timerAddrCheck, inc: uint64(c)} }
-	want := []timer{
-		{at: at, kind: timerUserPing},
-		check(addrCheckConflict),
-		{at: at, kind: timerHoleAsk},
-		check(addrCheckMoveTo),
-		check(addrCheckNewcomer),
-		{at: at, kind: timerLeaveNotices},
-		{at: at, kind: timerTreeFlush},
-		{at: at, kind: timerTreeGraft},
-		check(addrCheckLifeTo),
-		check(addrCheckOwnLife),
-		{at: at, kind: timerRestartNotices},
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	for range 20 {
-		var q timerQueue
-		for _, i := range rng.Perm(len(want)) {
-			q.push(want[i])
-		}
-		for i := range want {
-			got := q.pop()
-			require.Equal(t, want[i].kind, got.kind, "timer %d", i)
-			require.Equal(t, want[i].inc, got.inc, "timer %d", i)
-		}
 	}
 }

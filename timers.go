@@ -26,8 +26,7 @@ type timerKind uint8
 
 // Timers due at the same instant fire in this order (then in the order
 // they were armed), so that a probe's indirect phase starts before its
-// period is judged and a relay's nack goes before the relay is forgotten;
-// an address check's deadline takes the place addrCheckTies gives it.
+// period is judged and a relay's nack goes before the relay is forgotten.
 const (
 	timerRelayNack      timerKind = iota // key: relay seq; tell the requester the target is silent
 	timerRelayExpire                     // key: relay seq; forget the relay
@@ -66,44 +65,16 @@ type timer struct {
 	inc   uint64 // incarnation, generation or kind of address check
 	name  string // the suspect, for a suspicion
 	kind  timerKind
-	tie   uint16 // its place among timers due at the same instant (tieOf)
 }
 
 func (a *timer) before(b *timer) bool {
 	if c := a.at.Compare(b.at); c != 0 {
 		return c < 0
 	}
-	if a.tie != b.tie {
-		return a.tie < b.tie
+	if a.kind != b.kind {
+		return a.kind < b.kind
 	}
 	return a.order < b.order
-}
-
-// addrCheckTies places the deadline of each kind of address check that has
-// one among the timers due at the same instant: right after the timers of
-// the kind named, and after those of an earlier kind of address check
-// placed there. So a name conflict's deadline goes before a deferred
-// hole's ask, a move's and a newcomer's before the leave notices, and a
-// life's and this member's own other life's after a graft: the order the
-// simulator's recorded runs (internal/sim, digests) pin.
-var addrCheckTies = [addrCheckKinds]timerKind{
-	addrCheckConflict: timerUserPing,
-	addrCheckMoveTo:   timerHoleAsk,
-	addrCheckNewcomer: timerHoleAsk,
-	addrCheckLifeTo:   timerTreeGraft,
-	addrCheckOwnLife:  timerTreeGraft,
-}
-
-// tieOf is t's place among the timers due at the same instant: its kind's
-// (the order of the constants above), or for an address check's deadline
-// the place addrCheckTies gives its kind of check.
-func tieOf(t *timer) uint16 {
-	const slots = uint16(addrCheckKinds) + 1 // each kind's, then each kind of address check's after it
-	if t.kind == timerAddrCheck {
-		c := addrCheckKind(t.inc)
-		return uint16(addrCheckTies[c])*slots + 1 + uint16(c)
-	}
-	return uint16(t.kind) * slots
 }
 
 // timerQueue is a binary min-heap of timers. It is written out rather than
@@ -127,7 +98,6 @@ func (q *timerQueue) len() int { return len(q.h) }
 
 func (q *timerQueue) push(t timer) {
 	t.order = q.pushed
-	t.tie = tieOf(&t)
 	q.pushed++
 	q.h = append(q.h, t)
 	for i := len(q.h) - 1; i > 0; {

@@ -11,7 +11,7 @@ import (
 	"github.com/swim-go/swim/internal/wire"
 )
 
-// The queue pops by deadline, then by place among ties (tieOf), then in the
+// The queue pops by deadline, then by kind, then in the
 // order armed.
 func TestTimerQueueOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
