@@ -105,8 +105,7 @@ func (m *Machine) addrCheckPending(seq uint32, kind addrCheckKind) bool {
 
 // addrCheckAnswered handles an ack that answers an address check, and
 // reports whether it did. An ack from another address than the one pinged
-// is refused (counted in Stats.AcksRefused but for the two addresses of a
-// move or a life, see uncountedRefusals). An answer ends the check, but
+// is refused, counted in Stats.AcksRefused. An answer ends the check, but
 // for a new address of a move or a life, whose verdict waits for the old
 // address's silence until the deadline.
 func (m *Machine) addrCheckAnswered(now time.Time, from netip.AddrPort, seq uint32) bool {
@@ -115,9 +114,7 @@ func (m *Machine) addrCheckAnswered(now time.Time, from netip.AddrPort, seq uint
 		return false
 	}
 	if from != c.addr {
-		if !uncountedRefusals(c.kind) {
-			m.stats.AcksRefused++
-		}
+		m.stats.AcksRefused++
 		return true
 	}
 	if c.kind != addrCheckMoveTo && c.kind != addrCheckLifeTo {
@@ -140,18 +137,6 @@ func (m *Machine) addrCheckAnswered(now time.Time, from netip.AddrPort, seq uint
 		m.ownLifeAnswered(now, c.addr, c.life)
 	}
 	return true
-}
-
-// uncountedRefusals reports whether an ack to an address check of kind
-// from another address is left out of Stats.AcksRefused: for the two
-// addresses of a move or a life it is, as the scenario scripts pin
-// (testdata/scenarios/moves.txt).
-func uncountedRefusals(kind addrCheckKind) bool {
-	switch kind {
-	case addrCheckMoveFrom, addrCheckMoveTo, addrCheckLifeFrom, addrCheckLifeTo:
-		return true
-	}
-	return false
 }
 
 // addrCheckSilent concludes the address check seq at its deadline
