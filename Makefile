@@ -177,8 +177,8 @@ chaos:
 # mode, and forward again, and all return to standby. After every step
 # every live agent must see every live one and hold its value, and no
 # live agent may ever leave a view; each agent answers GET /migration
-# (its phase, the processes running memberlist alone). Ports 32100-32115 (memberlist), 33100-33115 (swim)
-# and 34100-34115 (HTTP) on
+# (its phase, the processes running memberlist alone). Ports 28100-28115 (memberlist), 29100-29115 (swim)
+# and 30100-30115 (HTTP), below the kernel's ephemeral ports, on
 # 127.0.0.1; about 3 minutes.
 migration:
 	cd examples/agent && $(GO) test -count=1 -timeout 15m -v -run '^TestMigrationOnProcesses$$' ./internal/migration -migration.procs

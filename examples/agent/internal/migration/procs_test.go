@@ -26,7 +26,11 @@ import (
 var (
 	flagProcs = flag.Bool("migration.procs", false,
 		"run TestMigrationOnProcesses: 16 agent processes moved from memberlist to swim (make migration)")
-	flagBasePort = flag.Int("migration.port", 32100, "memberlist port of the first agent; agent i uses this plus i, and plus 1000 for swim")
+	// The agents' ports lie below Linux's ephemeral range (32768 and up):
+	// a port inside it can be taken, between an agent's stop and its
+	// restart, as the source port of any outbound connection, the
+	// cluster's own among them.
+	flagBasePort = flag.Int("migration.port", 28100, "memberlist port of the first agent; agent i uses this plus i, plus 1000 for swim and 2000 for HTTP")
 	flagN        = flag.Int("migration.n", 16, "agents")
 )
 
