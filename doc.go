@@ -83,7 +83,8 @@
 // seal); internal/sim, the simulator that drives thousands of Machines in
 // virtual time through their exported API; internal/scale, internal/chaos
 // and internal/compare, the scale runs, the chaos suite on real processes
-// and the side-by-side comparison with hashicorp/memberlist.
+// and the side-by-side comparison with hashicorp/memberlist; and
+// internal/script, the reader and runner of the datadriven test scripts.
 //
 // # How it maps to the papers
 //

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim/internal/script"
 )
 
 // The interpreter of the protocol scenarios in testdata/scenarios: the test,
@@ -56,79 +57,11 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-// scenBlock is one command of a scenario file with what precedes it.
-type scenBlock struct {
-	lead  []string // comment and blank lines before the directive, kept as written
-	line  int      // the directive's line number
-	cmd   string   // the directive line
-	input []string
-	want  []string
-}
-
-// parseScenario splits a scenario file into its commands; trailing holds
-// the comment and blank lines after the last one.
-func parseScenario(data string) (blocks []*scenBlock, trailing []string, err error) {
-	lines := strings.Split(strings.TrimRight(data, "\n"), "\n")
-	for i := 0; i < len(lines); {
-		b := &scenBlock{}
-		for i < len(lines) && (strings.TrimSpace(lines[i]) == "" || strings.HasPrefix(strings.TrimSpace(lines[i]), "#")) {
-			b.lead = append(b.lead, lines[i])
-			i++
-		}
-		if i == len(lines) {
-			return blocks, b.lead, nil
-		}
-		b.line, b.cmd = i+1, lines[i]
-		for i++; i < len(lines) && lines[i] != "----"; i++ {
-			b.input = append(b.input, lines[i])
-		}
-		if i == len(lines) {
-			return nil, nil, fmt.Errorf("line %d: %q has no ---- line", b.line, b.cmd)
-		}
-		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			b.want = append(b.want, lines[i])
-		}
-		blocks = append(blocks, b)
-	}
-	return blocks, nil, nil
-}
-
 // runScenarioFile runs the commands of one file in order, on one
 // scenWorld, and compares what each prints with its expected output, or
 // with -rewrite writes the output into the file instead.
 func runScenarioFile(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	blocks, trailing, err := parseScenario(string(data))
-	require.NoError(t, err, path)
-	w := newScenWorld(t)
-	var rewritten []string
-	for _, b := range blocks {
-		got, err := w.exec(b.cmd, b.input)
-		if err != nil {
-			t.Fatalf("%s:%d: %s: %v", path, b.line, b.cmd, err)
-		}
-		for _, l := range got {
-			if strings.TrimSpace(l) == "" {
-				t.Fatalf("%s:%d: %s printed a blank line, which would end its output", path, b.line, b.cmd)
-			}
-		}
-		if *scenRewrite {
-			rewritten = append(rewritten, b.lead...)
-			rewritten = append(rewritten, b.cmd)
-			rewritten = append(rewritten, b.input...)
-			rewritten = append(rewritten, "----")
-			rewritten = append(rewritten, got...)
-			continue
-		}
-		if want := strings.Join(b.want, "\n"); want != strings.Join(got, "\n") {
-			t.Errorf("%s:%d: %s\nwant:\n%s\ngot:\n%s", path, b.line, b.cmd, want, strings.Join(got, "\n"))
-		}
-	}
-	if *scenRewrite {
-		rewritten = append(rewritten, trailing...)
-		require.NoError(t, os.WriteFile(path, []byte(strings.Join(rewritten, "\n")+"\n"), 0o644))
-	}
+	script.Run(t, path, *scenRewrite, newScenWorld(t).exec)
 }
 
 // scenArgs are a directive's arguments: bare words and key=value pairs

@@ -3,7 +3,6 @@ package plumtree
 import (
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swim-go/swim/internal/script"
 	"github.com/swim-go/swim/internal/wire"
 )
 
@@ -68,78 +68,15 @@ func TestScripts(t *testing.T) {
 	}
 }
 
-// block is one command of a script, with the comments before it.
-type block struct {
-	lead  []string
-	line  int
-	cmd   string
-	input []string
-	want  []string
-}
-
-func parseScript(data string) (blocks []*block, trailing []string, err error) {
-	lines := strings.Split(strings.TrimRight(data, "\n"), "\n")
-	for i := 0; i < len(lines); {
-		b := &block{}
-		for i < len(lines) && (strings.TrimSpace(lines[i]) == "" || strings.HasPrefix(lines[i], "#")) {
-			b.lead = append(b.lead, lines[i])
-			i++
-		}
-		if i == len(lines) {
-			return blocks, b.lead, nil
-		}
-		b.line, b.cmd = i+1, lines[i]
-		for i++; i < len(lines) && lines[i] != "----"; i++ {
-			b.input = append(b.input, lines[i])
-		}
-		if i == len(lines) {
-			return nil, nil, fmt.Errorf("line %d: %q has no ---- line", b.line, b.cmd)
-		}
-		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			b.want = append(b.want, lines[i])
-		}
-		blocks = append(blocks, b)
-	}
-	return blocks, nil, nil
-}
-
 func runScript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, trailing, err := parseScript(string(data))
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 	w := &world{}
-	var out []string
-	for _, b := range blocks {
-		got, err := w.exec(b.cmd, b.input)
-		if err != nil {
-			t.Fatalf("%s:%d: %s: %v", path, b.line, b.cmd, err)
-		}
-		if len(got) == 0 {
+	script.Run(t, path, *rewrite, func(cmd string, input []string) ([]string, error) {
+		got, err := w.exec(cmd, input)
+		if err == nil && len(got) == 0 {
 			got = []string{"ok"}
 		}
-		if *rewrite {
-			out = append(out, b.lead...)
-			out = append(out, b.cmd)
-			out = append(out, b.input...)
-			out = append(out, "----")
-			out = append(out, got...)
-			continue
-		}
-		if want := strings.Join(b.want, "\n"); want != strings.Join(got, "\n") {
-			t.Errorf("%s:%d: %s\nwant:\n%s\ngot:\n%s", path, b.line, b.cmd, want, strings.Join(got, "\n"))
-		}
-	}
-	if *rewrite {
-		out = append(out, trailing...)
-		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return got, err
+	})
 }
 
 var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
