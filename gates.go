@@ -115,6 +115,7 @@ func init() {
 	suspectGates = []gate[suspectClaim]{
 		{"own name", "this member's name at its life (or none): refuted if at or above its incarnation, else its alive gossiped again (Reasserts)", (*Machine).gateSuspectSelf},
 		{"other life", "a held member at another life: dropped, counted (DeltasStale)", (*Machine).gateSuspectOtherLife},
+		{"echo", "an accusation in this member's own name: its own news come back, or a forgery, dropped (only its own probes make it an accuser)", (*Machine).gateSuspectEcho},
 		{"older than alive", "a member held alive at a newer incarnation: that alive gossiped again (StaleAccusationsAnswered)", (*Machine).gateSuspectOlder},
 		{"unknown", "a member not held: dropped; a hole to repair when no tombstone knows it either", (*Machine).gateSuspectUnknown},
 		{"stale", "what is held takes precedence, or the incarnation is implausibly far ahead (counted, DeltasImplausible): dropped", (*Machine).gateSuspectStale},
@@ -123,10 +124,11 @@ func init() {
 	deadGates = []gate[deadClaim]{
 		{"own name", "this member's name at its life (or none): refuted if at or above its incarnation, else its alive gossiped again (Reasserts)", (*Machine).gateDeadSelf},
 		{"other life", "a held member at another life: dropped, counted (DeltasStale)", (*Machine).gateDeadOtherLife},
+		{"echo", "an accusation in this member's own name: its own news come back, or a forgery, dropped", (*Machine).gateDeadEcho},
 		{"unknown", "a member not held: dropped", (*Machine).gateDeadUnknown},
 		{"stale", "what is held takes precedence, or the incarnation is implausibly far ahead (counted, DeltasImplausible): dropped", (*Machine).gateDeadStale},
 		{"signature", "with signatures on, a leave not signed by its member's key, a relayed leave, or an accusation not signed by its accuser or past the accuser's bound: dropped, counted", (*Machine).gateDeadSignature},
-		{"member's word", "a live member's death it has not had a probe interval to refute, or a leave that is not its own word: asked of the member first (DeathChecks, LeaveChecks)", (*Machine).gateDeadCheck},
+		{"member's word", "a live member's death before its suspicion window passed as this member counts it, or a leave that is not its own word: asked of the member first (DeathChecks, LeaveChecks); unanswered, it is suspected with the usual window", (*Machine).gateDeadCheck},
 	}
 }
 
@@ -384,6 +386,7 @@ func (m *Machine) handleSuspect(now time.Time, d *wire.Suspect) (unknown bool) {
 	_, hi := m.suspicionBounds()
 	silence := min(time.Duration(d.Silence)*time.Millisecond, hi)
 	m.suspect(now, c.s, d.Incarnation, d.From, now.Add(-silence))
+	m.witness(now, c.s, d.Incarnation)
 	return false
 }
 
@@ -405,6 +408,8 @@ func (m *Machine) gateSuspectOtherLife(c *suspectClaim) bool {
 	}
 	return false
 }
+
+func (m *Machine) gateSuspectEcho(c *suspectClaim) bool { return c.d.From == m.selfName }
 
 func (m *Machine) gateSuspectOlder(c *suspectClaim) bool {
 	if s := c.s; s != nil && s.state() == StateAlive && c.d.Incarnation < s.inc() {
@@ -495,6 +500,8 @@ func (m *Machine) gateDeadOtherLife(c *deadClaim) bool {
 	}
 	return false
 }
+
+func (m *Machine) gateDeadEcho(c *deadClaim) bool { return !c.d.Left && c.d.From == m.selfName }
 
 func (m *Machine) gateDeadUnknown(c *deadClaim) bool { return c.s == nil }
 

@@ -25,8 +25,8 @@ func TestGateOrder(t *testing.T) {
 	t.Log("\n" + got)
 	want := "alive: size, own life, own name, news, signature, key binding, other life, versions, stale, address, " +
 		"name text, tombstone, capacity, newcomer, admit, move, admit change\n" +
-		"suspect: own name, other life, older than alive, unknown, stale, signature\n" +
-		"dead: own name, other life, unknown, stale, signature, member's word\n"
+		"suspect: own name, other life, echo, older than alive, unknown, stale, signature\n" +
+		"dead: own name, other life, echo, unknown, stale, signature, member's word\n"
 	require.Equal(t, want, got)
 }
 

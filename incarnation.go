@@ -140,9 +140,11 @@ func (src mergeSource) passedOn() bool { return src != mergeJoin && src != merge
 func (m *Machine) suspect(now time.Time, s *memberState, inc uint64, from string, anchor time.Time) {
 	name := m.nameOf(s)
 	msg := func() *wire.Suspect {
+		// The accuser's own claim of silence, as held here: another's
+		// claims are not the accuser's to pass on.
 		silence := now.Sub(anchor)
 		if sp, ok := m.suspicions[name]; ok {
-			silence = now.Sub(sp.start)
+			silence = now.Sub(sp.anchorOf(from, anchor))
 		}
 		return &wire.Suspect{Name: name, Incarnation: inc, From: from, Silence: uint32(max(silence, 0) / time.Millisecond), Life: m.lifeOf(s)}
 	}

@@ -25,21 +25,27 @@ func (h *mt) joinCurrentPeers(n int) {
 // TestForgedLeaveDuringStallIsNoLeave: a leave of a member reported by
 // another while the member stalls past the check's timeout is not taken for
 // the member's own (which it would have told this member itself): the
-// member is declared dead, which it refutes when it resumes, not left,
-// which applications act on at once. A member of an older release, which
-// does not tell, is still taken to have left.
+// member is suspected, with the usual window to refute when it resumes,
+// and dead (not left, which applications act on at once) only if it stays
+// silent through it. A member of an older release, which does not tell, is
+// still taken to have left.
 func TestForgedLeaveDuringStallIsNoLeave(t *testing.T) {
 	cfg := mtConfig()
 	h := newMT(t, cfg)
 	h.joinCurrentPeers(3)
 	h.feed(mtPeerAddr(2), &wire.Dead{Name: mtPeer(1), Incarnation: 1, From: mtPeer(2), Left: true})
-	out := h.run(h.now.Add(2*cfg.ProbeTimeout), map[netip.AddrPort]bool{mtPeerAddr(1): true})
+	silent := map[netip.AddrPort]bool{mtPeerAddr(1): true}
+	out := h.run(h.now.Add(2*cfg.ProbeTimeout), silent)
 	mb, _ := h.m.Member(mtPeer(1))
-	require.Equal(t, StateDead, mb.State, "stalled, not left")
+	require.Equal(t, StateSuspect, mb.State, "stalled, not left")
 	evs := out.eventsAbout(mtPeer(1))
 	require.Len(t, evs, 1)
-	require.Equal(t, StateDead, evs[0].Member.State)
+	require.Equal(t, StateSuspect, evs[0].Member.State)
 	require.Equal(t, uint64(1), h.m.Stats().LeaveClaimsUnanswered)
+	window, _ := h.m.suspicionBounds()
+	out = h.run(h.now.Add(window), silent)
+	mb, _ = h.m.Member(mtPeer(1))
+	require.Equal(t, StateDead, mb.State, "silent through its window: dead, not left")
 
 	old := newMT(t, cfg)
 	old.joinPeers(3, 1)

@@ -175,6 +175,9 @@ type machineState struct {
 	lastHeardAny time.Time
 	seq          uint32
 	relays       map[uint32]*relay
+	// silences holds, by member name, when this member's relayed ping of
+	// it went unanswered (witness.go).
+	silences map[string]time.Time
 	// the application's pings in flight, by seq, and the smoothed round
 	// trips measured, by name (userping.go)
 	userPings map[uint32]*userPing
@@ -296,6 +299,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.epoch = now
 	m.armAt(timerHeardSweep, now.Add(heardSweepEvery))
 	m.relays = make(map[uint32]*relay)
+	m.silences = make(map[string]time.Time)
 	m.userPings = make(map[uint32]*userPing)
 	m.addrChecks = make(map[uint32]addrCheck)
 	m.conflictPings = make(map[netip.AddrPort]struct{})

@@ -438,9 +438,12 @@ func (h *mt) feedConfirmed(from netip.AddrPort, msgs ...wire.Message) mtOut {
 
 // confirmLeaves confirms the claim checks among out's packets and returns
 // out with the outputs that followed: a leave check is answered with the
-// bare ack of a member that did leave, and a death check gets its verdict
-// at once, as for a member that does not answer (given directly rather
-// than by ticking to its deadline, so that no other timer fires).
+// bare ack of a member that did leave, and a death check gets the verdicts
+// of a member that does not answer, given directly rather than by ticking
+// to their deadlines, so that no other timer fires: the check's (a
+// suspicion), then the suspicion's window and its final check (a death).
+// The suspect events of that fast-forward are left out of the outputs: the
+// tests that confirm a death are about the death.
 func (h *mt) confirmLeaves(out mtOut) mtOut {
 	h.t.Helper()
 	for _, p := range out.Packets {
@@ -463,15 +466,36 @@ func (h *mt) confirmLeaves(out mtOut) mtOut {
 			h.feed(p.To, &wire.Ack{Seq: ping.Seq})
 		} else if fc := h.m.finalChecks[ping.Seq]; fc != nil && fc.dead {
 			h.m.expireCheck(h.now, h.now, fc)
+			h.expireSuspicionNow(claim.Name)
 		} else {
 			continue
 		}
 		more := h.ready()
 		out.Packets = append(out.Packets, more.Packets...)
 		out.Streams = append(out.Streams, more.Streams...)
-		out.Events = append(out.Events, more.Events...)
+		for _, e := range more.Events {
+			if e.Kind != EventSuspect || e.Member.Name != claim.Name {
+				out.Events = append(out.Events, e)
+			}
+		}
 	}
 	return out
+}
+
+// expireSuspicionNow ends name's suspicion as if its window had run out
+// with no answer, and its final check too.
+func (h *mt) expireSuspicionNow(name string) {
+	h.t.Helper()
+	sp, ok := h.m.suspicions[name]
+	if !ok {
+		return
+	}
+	h.m.expireSuspicion(h.now, sp)
+	for _, fc := range h.m.finalChecks {
+		if fc.name == name && !fc.isClaim() {
+			h.m.expireCheck(h.now, h.now, fc)
+		}
+	}
 }
 
 // feedAnswered feeds msgs as feed does, then answers every newcomer check

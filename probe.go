@@ -54,6 +54,7 @@ func (m *Machine) answeredBy(p *probeRound, addr netip.AddrPort) bool {
 type relay struct {
 	seq          uint32 // our ping's sequence number
 	target       netip.AddrPort
+	name         string // the target's name, as the request gave it
 	requester    netip.AddrPort
 	requesterSeq uint32
 	start        time.Time // when the ping went out, for the round trip
@@ -475,6 +476,7 @@ func (m *Machine) handlePingReq(now time.Time, from netip.AddrPort, sender *memb
 		requester:    from,
 		requesterSeq: r.Seq,
 		start:        now,
+		name:         r.Target,
 	}
 	m.relays[rl.seq] = rl
 	if m.cfg.Detection.Nacks {

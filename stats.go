@@ -54,10 +54,11 @@ type Stats struct {
 	FinalChecks                  uint64 // suspects pinged once more before being declared dead
 	FinalChecksSaved             uint64 // ... that answered, and were not declared dead
 	LeaveChecks                  uint64 // leaves reported by others, checked with the member before they count
-	LeaveClaimsUnanswered        uint64 // ... that the member did not answer: declared dead, not left (members of protocol 5 tell each member of their own leave)
+	LeaveClaimsUnanswered        uint64 // ... that the member did not answer: suspected with the usual window, not left (members of protocol 5 tell each member of their own leave)
 	LeaveNoticesUnanswered       uint64 // members this one, leaving, told of its leave leaveNoticeTries times with no ack (lifecycle.go)
-	DeathChecks                  uint64 // deaths reported by others of members not held suspect long, checked with the member before they count
+	DeathChecks                  uint64 // deaths reported by others of members not held suspect through their window, checked with the member before they count
 	DeathClaimsRefuted           uint64 // death checks the member answered: the report was wrong or forged
+	DeathClaimsUnanswered        uint64 // death checks the member did not answer: suspected with the usual window, not dead at once
 	ClaimChecksRefused           uint64 // deaths reported past the most death checks in flight, held as suspicions instead
 	// Moves counts checked address changes.
 	Moves               MoveStats

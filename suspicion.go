@@ -23,8 +23,13 @@ type suspicion struct {
 	deadline    time.Time
 	from        string   // who raised it first
 	confirmers  []string // distinct accusers after the first, at most k
-	k           int      // confirmations that bring the timeout down to min
-	min, max    time.Duration
+	// anchors is each accuser's anchor, from's first and then the
+	// confirmers' in order: where it says the member fell silent. Only
+	// this member's own and what two accusers agree on set the window
+	// (windowStart).
+	anchors  []time.Time
+	k        int // confirmations that bring the timeout down to min
+	min, max time.Duration
 	// lead starts the final check this much before the timeout, so that
 	// the check overlaps the end of the window instead of adding a whole
 	// probe timeout after it. The decision still comes after the window
@@ -48,19 +53,80 @@ func (s *suspicion) timeout() time.Duration {
 	return max(t, s.min)
 }
 
-// confirm records an accusation by from; it reports whether it was new and
-// counted (duplicates from one accuser count once).
-func (s *suspicion) confirm(from string) bool {
-	if from == s.from || len(s.confirmers) >= s.k {
+// confirm records an accusation by from, anchored at anchor; it reports
+// whether it was new and counted (duplicates from one accuser count once).
+// A copy of an accusation held already may move that accuser's anchor
+// earlier: a rumor's claimed silence is stamped when it is queued, so the
+// copies relayed later claim later anchors than the accuser did.
+func (s *suspicion) confirm(from string, anchor time.Time) bool {
+	if i := s.accuserIndex(from); i >= 0 {
+		s.anchors[i] = earlierTime(s.anchors[i], anchor)
 		return false
 	}
-	for _, c := range s.confirmers {
-		if c == from {
-			return false
-		}
+	if len(s.confirmers) >= s.k {
+		return false
 	}
 	s.confirmers = append(s.confirmers, from)
+	s.anchors = append(s.anchors, anchor)
 	return true
+}
+
+// accuserIndex is where name's anchor is in s.anchors, -1 if it did not
+// accuse.
+func (s *suspicion) accuserIndex(name string) int {
+	if name == s.from {
+		return 0
+	}
+	if i := slices.Index(s.confirmers, name); i >= 0 {
+		return i + 1
+	}
+	return -1
+}
+
+// anchorOf is the anchor held for accuser name's accusation, or def if
+// it did not accuse.
+func (s *suspicion) anchorOf(name string, def time.Time) time.Time {
+	if i := s.accuserIndex(name); i >= 0 {
+		return s.anchors[i]
+	}
+	return def
+}
+
+// windowStart is where the suspicion's window counts from: the earliest
+// of when this member first held it, its own anchor if it accused the
+// member itself, and the second earliest of the other accusers' anchors.
+// An anchor is a claim of silence; one other member's claim alone never
+// moves the window earlier than this member learned of it, so no single
+// member's word can cut a paused member's PauseTolerance short (Lifeguard
+// §IV-B counts independent accusers; here they must also agree on when).
+func (s *suspicion) windowStart(self string) time.Time {
+	at := s.held
+	first, second := time.Time{}, time.Time{}
+	for i, a := range s.anchors {
+		who := s.from
+		if i > 0 {
+			who = s.confirmers[i-1]
+		}
+		switch {
+		case who == self:
+			at = earlierTime(at, a)
+		case first.IsZero() || a.Before(first):
+			first, second = a, first
+		case second.IsZero() || a.Before(second):
+			second = a
+		}
+	}
+	if !second.IsZero() {
+		at = earlierTime(at, second)
+	}
+	return at
+}
+
+func earlierTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // suspicionBounds returns the suspicion timeout with full confirmation
@@ -118,18 +184,16 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 			return false
 		}
 		if old.incarnation == inc {
-			// Every accuser's anchor is a moment the member was already
-			// silent, so the earliest of them is still safe to use.
-			earlier := anchor.Before(old.start)
-			if earlier {
-				old.start = anchor
-			}
-			confirmed := old.confirm(from)
+			// Since is the earliest silence any accuser claims; the
+			// window counts from what windowStart trusts of them.
+			old.start = earlierTime(old.start, anchor)
+			window := old.windowStart(m.selfName)
+			confirmed := old.confirm(from, anchor)
 			accused := from == m.selfName && old.relay > 0
 			if accused {
 				old.relay = 0
 			}
-			if earlier || confirmed || accused {
+			if !old.windowStart(m.selfName).Equal(window) || confirmed || accused {
 				m.armSuspicion(old)
 			}
 			return confirmed
@@ -142,6 +206,7 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 		start:       anchor,
 		held:        now,
 		from:        from,
+		anchors:     []time.Time{anchor},
 		k:           m.confirmationsNeeded(),
 		min:         lo,
 		max:         hi,
@@ -161,7 +226,7 @@ func (m *Machine) startSuspicion(now time.Time, name string, inc uint64, from st
 // a timer armed for an earlier deadline of it no longer matches and is
 // dropped.
 func (m *Machine) armSuspicion(s *suspicion) {
-	s.deadline = s.start.Add(s.timeout() - s.lead + s.relay)
+	s.deadline = s.windowStart(m.selfName).Add(s.timeout() - s.lead + s.relay)
 	m.after(s.deadline, timerSuspicion, 0, s.incarnation, s.name)
 }
 
@@ -243,6 +308,7 @@ type finalCheck struct {
 	leave       bool   // a claim check of a leave: the member is reported left at incarnation
 	dead        bool   // a claim check of a death: the member is reported dead at incarnation
 	from        string // a claim check: who reported it
+	started     time.Time
 }
 
 // armCheck (re)starts a check's clock at now: the UDP ping is sent again
@@ -324,7 +390,7 @@ func (m *Machine) startClaimCheck(now time.Time, mem *memberState, d *wire.Dead)
 		}
 		return
 	}
-	fc := &finalCheck{seq: m.nextSeq(), name: name, incarnation: d.Incarnation, leave: d.Left, dead: !d.Left, from: d.From}
+	fc := &finalCheck{seq: m.nextSeq(), name: name, incarnation: d.Incarnation, leave: d.Left, dead: !d.Left, from: d.From, started: now}
 	m.finalChecks[fc.seq] = fc
 	m.claimChecks[name] = fc.seq
 	m.armCheck(now, fc)
@@ -339,17 +405,19 @@ func (m *Machine) startClaimCheck(now time.Time, mem *memberState, d *wire.Dead)
 
 // deathSettled reports whether a death reported at inc about the live
 // member mem may be applied without a check: this member holds it suspect
-// at inc and has for a probe interval (the member has had time to hear of
-// its suspicion and refute it), or its own timer for the suspicion ran out
-// (its final check is running or done). A real crash is suspected
-// everywhere seconds before its death is declared, so its death spreads as
-// fast as before; a death forged about a member held alive is checked.
+// at inc, and either its own timer for the suspicion ran out (its final
+// check is running or done) or the window has passed from where
+// windowStart counts it. A real crash is suspected everywhere, by several
+// accusers, seconds before its death is declared, so its death spreads as
+// fast as before; a death forged about a member held alive, or one that
+// only its own accuser's word makes overdue, is checked (SWIM §4.2: a
+// suspect gets its window to refute, whoever reports it dead).
 func (m *Machine) deathSettled(now time.Time, mem *memberState, inc uint64) bool {
 	if mem.state() != StateSuspect || mem.inc() != inc {
 		return false
 	}
 	sp, ok := m.suspicions[m.nameOf(mem)]
-	return !ok || sp.incarnation != inc || now.Sub(sp.held) >= m.cfg.ProbeInterval
+	return !ok || sp.incarnation != inc || !now.Before(sp.windowStart(m.selfName).Add(sp.min))
 }
 
 // claimCheckOf returns the leave check in flight of the member called
@@ -471,18 +539,20 @@ func (m *Machine) expireCheck(now, due time.Time, fc *finalCheck) {
 		m.concludeLeave(now, fc, mem)
 		return
 	}
-	if fc.leave {
+	if fc.isClaim() {
 		// A member that leaves tells this one itself and answers its
-		// checks until it did (lifecycle.go): a leave reported by
-		// another that it does not answer was forged, or the member
-		// failed; either way it is gone, and not by its own leave.
-		m.stats.LeaveClaimsUnanswered++
-		m.stats.DeathsDeclared++
-		m.declareDead(now, mem, fc.incarnation, m.selfName, false)
-		return
-	}
-	if fc.dead {
-		m.declareDead(now, mem, fc.incarnation, fc.from, false)
+		// checks until it did (lifecycle.go), and one that is alive
+		// refutes a death: a claim it does not answer was forged, or the
+		// member failed, or it is paused. Only its silence is this
+		// member's own observation, so it is suspected from the check's
+		// start with the usual window, and dies only if it stays silent
+		// through it (SWIM §4.2): no one member's word skips the window.
+		if fc.leave {
+			m.stats.LeaveClaimsUnanswered++
+		} else {
+			m.stats.DeathClaimsUnanswered++
+		}
+		m.suspect(now, mem, fc.incarnation, m.selfName, fc.started)
 		return
 	}
 	m.stats.DeathsDeclared++
@@ -518,7 +588,7 @@ func (m *Machine) Suspicions() []Suspicion {
 		}
 		out = append(out, Suspicion{
 			Name: s.name, Incarnation: s.incarnation, From: s.from, Confirmations: len(s.confirmers),
-			Since: s.start, Deadline: s.start.Add(s.timeout() + s.relay),
+			Since: s.start, Deadline: s.windowStart(m.selfName).Add(s.timeout() + s.relay),
 		})
 	}
 	slices.SortFunc(out, func(a, b Suspicion) int { return strings.Compare(a.Name, b.Name) })

@@ -72,13 +72,18 @@ func TestRegistryStoresEachIdentityOnce(t *testing.T) {
 	require.Len(t, reg.verAddr, 15)
 
 	// A member every Machine has forgotten frees its name. Its death,
-	// reported by another, counts once the check of it goes unanswered.
+	// reported by another, counts once the check of it goes unanswered
+	// and it stays silent through the suspicion that follows.
 	reported := mtStart.Add(time.Second)
 	for _, m := range ms {
 		dead := &wire.Dead{Name: mtPeer(2), Incarnation: 1, From: "x"}
 		require.NoError(t, m.HandlePacket(reported, mtPeerAddr(3), mtPacket(t, dead)))
 	}
-	at := reported.Add(mtConfig().ProbeTimeout)
+	window, _ := ms[0].suspicionBounds()
+	for _, m := range ms {
+		m.Tick(reported.Add(mtConfig().ProbeTimeout))
+	}
+	at := reported.Add(window)
 	for _, m := range ms {
 		m.Tick(at)
 		got, _ := m.Member(mtPeer(2))

@@ -195,7 +195,7 @@ func init() {
 		},
 		timerRelayExpire: {
 			current: func(m *Machine, t *timer) bool { return relay(m, t) != nil },
-			fire:    func(m *Machine, _ time.Time, t *timer) { delete(m.relays, uint32(t.key)) },
+			fire:    func(m *Machine, now time.Time, t *timer) { m.relayExpired(now, relay(m, t)) },
 		},
 		timerProbeTimeout: {
 			current: func(m *Machine, t *timer) bool { p := m.findProbe(uint32(t.key)); return p != nil && !p.indirect },

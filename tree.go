@@ -174,7 +174,7 @@ func (m *Machine) treeTellNeighbors(now time.Time, s *memberState) {
 		return
 	}
 	msg := m.proveSuspect(&wire.Suspect{Name: m.nameOf(s), Incarnation: s.inc(), From: m.selfName, Life: m.lifeOf(s),
-		Silence: uint32(max(now.Sub(sp.start), 0) / time.Millisecond)})
+		Silence: uint32(max(now.Sub(sp.anchorOf(m.selfName, sp.start)), 0) / time.Millisecond)})
 	var told [2 * plumtree.Rings]uint32
 	n := 0
 	for j := range plumtree.Rings {

@@ -1,0 +1,95 @@
+package sim
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/swim-go/swim"
+	"github.com/swim-go/swim/internal/claims"
+	"github.com/swim-go/swim/internal/wire"
+)
+
+// The attacks of a key holder: a member of the cluster, with the cluster's
+// key and an identity of its own, that says what it may not
+// (docs/security.md, "Threats"). Each test runs the attack in every
+// signature mode where it applies.
+
+var allModes = []swim.SignatureMode{swim.SignaturesOff, swim.SignaturesSign, swim.SignaturesRequired}
+
+// identityOf is the key signedConfig gives the member called name.
+func identityOf(name string) ed25519.PrivateKey {
+	seed := sha256.Sum256([]byte("sim identity " + name))
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
+// accusation is accuser's accusation of member, as observer holds the
+// member, signed by the accuser's identity when mode signs.
+func (s *scenario) accusation(mode swim.SignatureMode, observer, accuser, member string, dead bool) wire.Message {
+	s.t.Helper()
+	mb, ok := s.view(observer, member)
+	require.True(s.t, ok)
+	k := claims.Accusation{Name: member, From: accuser, Inc: mb.Incarnation, Life: mb.Life, Dead: dead}
+	var sig []byte
+	if mode != swim.SignaturesOff {
+		sig = claims.Sign(identityOf(accuser), claims.AppendAccusation(nil, "", k))
+	}
+	if dead {
+		return &wire.Dead{Name: member, Incarnation: k.Inc, From: accuser, Life: k.Life, Sig: sig}
+	}
+	// The longest silence an accuser may claim: its anchor as early as
+	// any suspicion may be (handleSuspect caps it).
+	return &wire.Suspect{Name: member, Incarnation: k.Inc, From: accuser, Life: k.Life, Sig: sig, Silence: 1 << 30}
+}
+
+// deathsOfSince counts the members that declared member dead or left
+// since since.
+func (s *scenario) deathsOfSince(since time.Time, member string) int {
+	seen := map[string]bool{}
+	for _, r := range s.Log().Kind(swim.EventLeave) {
+		if r.Event.Member.Name == member && !r.At.Before(since) {
+			seen[r.Observer] = true
+		}
+	}
+	return len(seen)
+}
+
+// TestOneAccusationKillsNoPausedMember: a member paused for 2 s (under the
+// 5 s PauseTolerance) while one key holder accuses it to every other
+// member is declared dead by none, in every mode and whichever way the
+// accusation comes: a death (checked with the accused, who does not
+// answer while paused), a suspicion claiming the longest silence, or a
+// suspicion followed a probe interval later by a death.
+func TestOneAccusationKillsNoPausedMember(t *testing.T) {
+	const n = 16
+	ways := map[string][]bool{"death": {true}, "suspicion": {false}, "suspicion then death": {false, true}}
+	for _, mode := range allModes {
+		for way, dead := range ways {
+			t.Run(fmt.Sprintf("%v/%s", mode, way), func(t *testing.T) {
+				s := newScenario(t, 21, n, signedConfig(mode), true)
+				require.True(t, s.RunUntil(s.converged, time.Minute))
+				s.Run(10 * time.Second)
+				victim, accuser := s.names[5], s.names[1]
+				start := s.Now()
+				require.NoError(t, s.Pause(victim, 2*time.Second))
+				s.Run(100 * time.Millisecond)
+				for i, d := range dead {
+					if i > 0 {
+						s.Run(swim.DefaultLANConfig().ProbeInterval)
+					}
+					for _, o := range without(s.names, victim, accuser) {
+						s.inject(o, accuser, s.accusation(mode, o, accuser, victim, d))
+					}
+					require.Zero(t, s.deathsOfSince(start, victim), "the test shows nothing: dead before the accusation")
+				}
+				s.Run(30 * time.Second)
+				require.Zero(t, s.deathsOfSince(start, victim), "members declared the paused member dead on one accusation")
+				require.True(t, s.converged())
+			})
+		}
+	}
+}
