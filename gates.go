@@ -95,7 +95,7 @@ var (
 func init() {
 	aliveGates = []gate[aliveClaim]{
 		{"size", "an empty name, or metadata over MaxMetaSize: dropped, counted (PacketsDropped)", (*Machine).gateAliveSize},
-		{"own life", "this member's name at another life: a previous or a second process, checked at its address when its key may claim the name", (*Machine).gateOwnLife},
+		{"own life", "this member's name at another life: a previous or a second process, checked at its address when it is under this member's key (or one a trusted root certifies for the name)", (*Machine).gateOwnLife},
 		{"own name", "this member's name at its own life: a newer incarnation refuted, and the address checked for a second process of the name", (*Machine).gateOwnName},
 		{"news", "with signatures on, a copy that changes nothing held: dropped before its signature is verified", (*Machine).gateAliveNews},
 		{"signature", "with signatures on, not the word of the key its name is bound to: dropped, counted", (*Machine).gateAliveSignature},
@@ -164,7 +164,7 @@ func (m *Machine) gateOwnLife(c *aliveClaim) bool {
 	if a.Name != m.selfName || a.Life == 0 || a.Life == m.life {
 		return false
 	}
-	if addr, err := wire.DecodeAddr(a.Addr); err == nil && m.ownLifeProven(c.now, a, c.src) {
+	if addr, err := wire.DecodeAddr(a.Addr); err == nil && m.ownLifeProven(c.now, a) {
 		m.ownLife(c.now, a, addr)
 	}
 	return true

@@ -46,13 +46,16 @@ func (st State) live() bool { return st == StateAlive || st == StateSuspect }
 //  6. the probe order of randomized round-robin, which a member joining
 //     the ring enters (SWIM §4.3);
 //  7. for a member forgotten: its broadcasts' state in the trees, its
-//     round-trip time, its claims and its refused change.
+//     round-trip time, its refused change, and its claims unless a
+//     tombstone remembers it (then they go with the tombstone: the key
+//     its name is bound to outlives the entry, tombstone.go).
 func (m *Machine) memberChanged(now time.Time, s *memberState, what memberChange, was State) {
 	if what == memberForgotten {
 		name := m.nameOf(s)
 		m.tree.ForgetOrigin(name) // its broadcasts have long stopped spreading
 		delete(m.rtts, name)
-		if m.signing() {
+		if m.cfg.ReconnectTimeout <= 0 {
+			// No tombstone remembers the name: neither does its key.
 			m.sigs.Forget(name)
 		}
 		delete(m.refusedChanges, s.id)

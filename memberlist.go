@@ -217,9 +217,9 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 	c := *cfg
 	c.Meta = bytes.Clone(cfg.Meta)
-	if len(c.Claims.Identity) == 0 {
-		// A key per process: the name is bound to it on first use, and a
-		// restart under a new one is a restart (signatures.go).
+	generated := len(c.Claims.Identity) == 0
+	if generated {
+		// A key per process: the name is bound to it on first use.
 		_, c.Claims.Identity, _ = ed25519.GenerateKey(crand.Reader)
 	}
 	logger := c.Logger
@@ -228,6 +228,11 @@ func New(cfg *Config) (*Memberlist, error) {
 	}
 	logger = logger.Named("swim").With(zap.String("member", c.Name))
 	c.Logger = logger
+	if generated && c.Claims.Signatures == SignaturesRequired && len(c.Claims.TrustedRoots) == 0 {
+		logger.Warn("signatures required without a Claims.Identity: the key generated for this process does not survive a restart, " +
+			"and the cluster keeps the name bound to it until it forgets the member, so a restart under this name is refused; " +
+			"give the member a persistent identity (or trusted roots)")
+	}
 
 	transport := c.Transport
 	if transport == nil {

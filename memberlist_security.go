@@ -285,6 +285,18 @@ func (ml *Memberlist) SetCertificate(cert []byte) error {
 	return setErr
 }
 
+// Rebind forgets the key the member called name is bound to here, so that
+// the next key seen with it is taken: the operator's answer to a member
+// that lost its key under trust on first use (see Machine.Rebind). It
+// reports whether a binding was held.
+func (ml *Memberlist) Rebind(name string) bool {
+	var held bool
+	if err := ml.input(func(time.Time) { held = ml.machine.Rebind(name) }); err != nil {
+		return false
+	}
+	return held
+}
+
 // IdentityKey returns this member's public identity key.
 func (ml *Memberlist) IdentityKey() ed25519.PublicKey {
 	ml.mu.RLock()

@@ -120,6 +120,18 @@ func (m *Machine) SetSignatures(now time.Time, mode SignatureMode) error {
 // Signatures returns the signature mode.
 func (m *Machine) Signatures() SignatureMode { return SignatureMode(m.sigs.Mode()) }
 
+// Rebind forgets the key the member called name is bound to here. Under
+// trust on first use (no Claims.TrustedRoots) a name stays with the first
+// key seen with it for as long as this member remembers the name, until
+// its tombstone is reaped (ReconnectTimeout after it was forgotten): a
+// process that lost its key is refused under a new one, its join told
+// why. Rebind is the operator's way out: run on every member (or on every
+// member the new process will reach, which then pass its claims on), it
+// lets the next key seen with the name be bound. Certificates from
+// trusted roots need none of this: the authority rebinds by issuing one.
+// It reports whether a binding was held.
+func (m *Machine) Rebind(name string) bool { return m.sigs.Rebind(name) }
+
 // IdentityKey returns this member's public key (nil without an identity).
 func (m *Machine) IdentityKey() ed25519.PublicKey { return bytes.Clone(m.sigs.Public()) }
 
@@ -208,11 +220,11 @@ func (m *Machine) AccusationsBy(name string) (taken, limited uint64) {
 }
 
 // ownLifeProven reports whether a claim of this member's name at another
-// life, under another key, may be checked as a second process of the
-// name (claims.Table.ProveOwnLife): only the view of a seed answering
-// this member's join may show the name held by another key.
-func (m *Machine) ownLifeProven(now time.Time, a *wire.Alive, src mergeSource) bool {
-	return m.sigs.ProveOwnLife(now, a, src == mergeJoin || src == mergeFollowUp)
+// life may be checked as a second process of the name
+// (claims.Table.ProveOwnLife): under its own key, or another one a
+// trusted root certifies for the name.
+func (m *Machine) ownLifeProven(now time.Time, a *wire.Alive) bool {
+	return m.sigs.ProveOwnLife(now, a)
 }
 
 // SetCertificate installs a new certificate for this member (a renewal

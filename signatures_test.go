@@ -322,24 +322,42 @@ func TestSignModeTakesUnsignedFromUnswitched(t *testing.T) {
 	require.Equal(t, uint64(1), h.m.Stats().Claims.Unsigned)
 }
 
-// A restart under a fresh identity (a new life, a new key) is taken once
-// the held life no longer answers, and the name is bound to the new key.
+// A restart under a fresh identity (a new life, a new key) is refused
+// under trust on first use, whatever the held life's silence: the name
+// stays bound to its key (the known-hosts model) and no check of the held
+// life is even started. Once the operator rebinds the name, the new key's
+// new life is checked and taken as any restart.
 func TestRestartWithNewKey(t *testing.T) {
 	h := newMT(t, signedConfig(SignaturesRequired))
 	h.joinSignedPeers(4)
 	a := lifeAlive(3, mtLife(3, 1), mtPeerAddr(3), 0)
 	a.Versions.ProtocolMax = wire.ProtocolSigned
 	h.signAlive(a, mtKey(103))
-	h.feed(mtPeerAddr(3), a)
-	// The held life's ping goes unanswered; the new life's is answered.
-	for _, p := range h.ready().Packets {
-		for _, msg := range p.Msgs {
-			if ping, ok := msg.(*wire.Ping); ok && ping.Target == mtPeer(3) && ping.TargetLife == a.Life {
-				h.feed(mtPeerAddr(3), &wire.Ack{Seq: ping.Seq})
+	answerLifeChecks := func(out mtOut) {
+		// The held life's ping goes unanswered; the new life's is
+		// answered.
+		for _, p := range out.Packets {
+			for _, msg := range p.Msgs {
+				if ping, ok := msg.(*wire.Ping); ok && ping.Target == mtPeer(3) && ping.TargetLife == a.Life {
+					h.feed(mtPeerAddr(3), &wire.Ack{Seq: ping.Seq})
+				}
 			}
 		}
 	}
+	h.feed(mtPeerAddr(3), a)
+	out := h.ready()
+	require.Zero(t, h.m.Stats().Lives.Checks, "no check: the key is refused first")
+	answerLifeChecks(out)
 	mb, _ := h.m.Member(mtPeer(3))
+	require.NotEqual(t, mtLife(3, 1), mb.Life)
+	require.Equal(t, []byte(mtPub(3)), h.m.sigs.Bound(mtPeer(3)))
+	require.Equal(t, uint64(1), h.m.Stats().Claims.KeyConflicts)
+
+	require.True(t, h.m.Rebind(mtPeer(3)))
+	require.False(t, h.m.Rebind(mtPeer(3)), "no binding left to forget")
+	h.feed(mtPeerAddr(3), a)
+	answerLifeChecks(h.ready())
+	mb, _ = h.m.Member(mtPeer(3))
 	require.Equal(t, mtLife(3, 1), mb.Life)
 	require.Equal(t, []byte(mtPub(103)), h.m.sigs.Bound(mtPeer(3)))
 }
@@ -498,4 +516,72 @@ func TestPushPullProofsWhereNeeded(t *testing.T) {
 	mb, _ := h.m.Member(mtPeer(6))
 	require.Equal(t, uint64(1), mb.Incarnation)
 	require.Equal(t, before.Claims.Unsigned, h.m.Stats().Claims.Unsigned)
+}
+
+// A process that lost its key (a new identity under a name the seed holds
+// bound to another) is refused at the seed under trust on first use, and
+// its join says why; with the old identity it joins.
+func TestJoinUnderAnotherKeyRefused(t *testing.T) {
+	cfgOf := func(name string, key int) *Config {
+		c := signedConfig(SignaturesRequired)
+		c.Name = name
+		c.Claims.Identity = mtKey(key)
+		return c
+	}
+	seed, err := NewMachine(cfgOf("seed", 1), mtSeedAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
+	require.NoError(t, err)
+	join := func(cfg *Config, at time.Time) error {
+		j, err := NewMachine(cfg, mtSelfAddr, rand.New(rand.NewPCG(3, 4)), at)
+		require.NoError(t, err)
+		ids := j.Join(at, []netip.AddrPort{mtSeedAddr})
+		require.Len(t, ids, 1)
+		req := j.Ready().Streams[0]
+		reply, err := seed.HandleStream(at, mtSelfAddr, req.Data)
+		require.NoError(t, err)
+		if err := j.HandleStreamResponse(at, ids[0], reply, nil); err != nil {
+			return err
+		}
+		// The seed checks the newcomer at its address before it takes
+		// its word: deliver the packets both ways a few times.
+		for range 3 {
+			for _, p := range seed.Ready().Packets {
+				if p.To == mtSelfAddr {
+					require.NoError(t, j.HandlePacket(at, mtSeedAddr, p.Data))
+				}
+			}
+			for _, p := range j.Ready().Packets {
+				if p.To == mtSeedAddr {
+					require.NoError(t, seed.HandlePacket(at, mtSelfAddr, p.Data))
+				}
+			}
+		}
+		return nil
+	}
+	require.NoError(t, join(cfgOf("worker", 2), mtStart))
+	require.Equal(t, []byte(mtPub(2)), seed.sigs.Bound("worker"))
+
+	err = join(cfgOf("worker", 3), mtStart.Add(time.Minute))
+	require.ErrorIs(t, err, ErrJoinRefused)
+	require.ErrorContains(t, err, `name "worker" is bound to another key`)
+	require.Equal(t, uint64(1), seed.Stats().Claims.KeyConflicts)
+	require.NoError(t, join(cfgOf("worker", 2), mtStart.Add(2*time.Minute)))
+}
+
+// A name stays bound to its key while its tombstone remembers it (the
+// member forgotten after GossipToDeadTime, ReconnectTimeout more), and is
+// free once the tombstone is reaped.
+func TestBindingOutlivesTheEntry(t *testing.T) {
+	cfg := signedConfig(SignaturesRequired)
+	cfg.GossipToDeadTime = 30 * time.Second
+	cfg.ReconnectTimeout = time.Hour
+	h := newMT(t, cfg)
+	h.joinSignedPeers(4)
+	s := h.m.lookup(mtPeer(3))
+	h.m.declareDead(h.now, s, s.inc(), h.m.selfName, false)
+	h.tick(h.now.Add(time.Minute))
+	_, held := h.m.Member(mtPeer(3))
+	require.False(t, held, "forgotten from the table")
+	require.Equal(t, []byte(mtPub(3)), h.m.sigs.Bound(mtPeer(3)), "still bound: the tombstone remembers the name")
+	h.tick(h.now.Add(time.Hour))
+	require.Nil(t, h.m.sigs.Bound(mtPeer(3)), "free once the tombstone is reaped")
 }

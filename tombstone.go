@@ -114,13 +114,16 @@ func (m *Machine) nudge(now time.Time, t *tombstone) {
 	m.send(t.addr, &wire.Dead{Name: t.name, Incarnation: t.inc, From: m.selfName, Left: t.left, Life: t.life})
 }
 
-// popTomb forgets the oldest tombstone.
+// popTomb forgets the oldest tombstone, and with it the key the name was
+// bound to (signed claims: a name stays with its key as long as it is
+// remembered).
 func (m *Machine) popTomb() {
 	t := m.tombs[0]
 	m.tombs[0] = nil
 	m.tombs = m.tombs[1:]
 	if !t.gone {
 		m.dropTomb(t.name)
+		m.sigs.Forget(t.name)
 	}
 }
 

@@ -222,10 +222,15 @@ func (t *Table) unsignedRefused(name string) bool {
 }
 
 // ProveAlive reports whether an alive about another member may be taken,
-// counting it when not: its signature is the key its name is bound to,
-// or a new key the claim may bring (newLife: a new life of the name; or a
-// first key for it), and, with an authority, a certificate binds the name
-// to that key.
+// counting it when not: its signature is the key its name is bound to, or
+// a first key for it, and, with an authority, a certificate binds the name
+// to that key. Without an authority a name stays with its key for as long
+// as this member remembers the name (the known-hosts model: until its
+// tombstone is reaped, or the operator rebinds it): a new life under
+// another key is refused whatever the held life's silence, since anyone
+// holding the cluster key could otherwise take a paused or crashed
+// member's name. With an authority a new life (newLife) may bring a new
+// key its certificate names.
 func (t *Table) ProveAlive(now time.Time, a *wire.Alive, newLife bool) bool {
 	if !t.Signing() {
 		return true
@@ -233,9 +238,7 @@ func (t *Table) ProveAlive(now time.Time, a *wire.Alive, newLife bool) bool {
 	if len(a.Sig) == 0 || len(a.Key) == 0 {
 		return !t.unsignedRefused(a.Name)
 	}
-	if bound := t.Bound(a.Name); bound != nil && !bytes.Equal(bound, a.Key) && !newLife {
-		// The name's process holds another key: only a new life may
-		// bring a new one, and the life check then asks the held one.
+	if bound := t.Bound(a.Name); bound != nil && !bytes.Equal(bound, a.Key) && (!newLife || len(t.roots) == 0) {
 		t.stats.KeyConflicts++
 		return false
 	}
@@ -247,6 +250,18 @@ func (t *Table) ProveAlive(now time.Time, a *wire.Alive, newLife bool) bool {
 		t.stats.ClaimsForged++
 		return false
 	}
+	return true
+}
+
+// Rebind forgets the key name is bound to here, so that the next key
+// seen with it is bound (an operator's decision: the member lost its key).
+// It reports whether a binding was held.
+func (t *Table) Rebind(name string) bool {
+	p := t.held[name]
+	if p == nil || p.key == nil {
+		return false
+	}
+	delete(t.held, name)
 	return true
 }
 
@@ -437,12 +452,11 @@ func (t *Table) AccusationSig(k Accusation) []byte {
 // life may be checked as a second process of the name, counting it when
 // not. It must be signed (this member's name is bound to its key, as any
 // name of a member known to sign); under this member's own key it is
-// this identity's other run; under another, with an authority it needs a
-// certificate for the name, and without one only the view of a seed
-// answering this member's join (fromSeed) may show the name held by
-// another key (the first key seen holds a name: a member that joined
-// holds its own).
-func (t *Table) ProveOwnLife(now time.Time, a *wire.Alive, fromSeed bool) bool {
+// this identity's other run; under another, only with an authority, by a
+// certificate for the name. Without one the name stays with this
+// member's key (ProveAlive): no seed's view and no other member's word
+// makes it yield its name to another key.
+func (t *Table) ProveOwnLife(now time.Time, a *wire.Alive) bool {
 	if !t.Signing() {
 		return true
 	}
@@ -462,8 +476,6 @@ func (t *Table) ProveOwnLife(now time.Time, a *wire.Alive, fromSeed bool) bool {
 			t.stats.CertificatesRefused++
 			return false
 		}
-		return true
-	case fromSeed:
 		return true
 	}
 	t.stats.KeyConflicts++
@@ -517,9 +529,10 @@ func (t *Table) certified(now time.Time, name string, key, cert []byte) bool {
 var errUnsignedJoiner = errors.New("unsigned; signatures required")
 
 // CheckJoiner checks a joiner's own entry in its join request (its key,
-// signature and certificate): signed where signatures are required, and
-// certified where there is an authority. The error, counted, is the
-// reason the joiner is told.
+// signature and certificate): signed where signatures are required,
+// certified where there is an authority, and, without one, under the key
+// its name is bound to here, if any (a process that lost its key is told
+// so). The error, counted, is the reason the joiner is told.
 func (t *Table) CheckJoiner(now time.Time, name string, key, sig, cert []byte) error {
 	if !t.Signing() {
 		return nil
@@ -535,6 +548,9 @@ func (t *Table) CheckJoiner(now time.Time, name string, key, sig, cert []byte) e
 			t.stats.CertificatesRefused++
 			return fmt.Errorf("certificate of %q: %w", name, err)
 		}
+	case t.Bound(name) != nil && !bytes.Equal(key, t.Bound(name)):
+		t.stats.KeyConflicts++
+		return fmt.Errorf("name %q is bound to another key: the cluster keeps a name with the key it first saw until it forgets the member; rejoin with that identity, or have the operator rebind the name", name)
 	}
 	return nil
 }

@@ -28,7 +28,9 @@ func boundTable(mode Mode) *Table {
 }
 
 // ProveAlive takes an alive signed by the key its name is bound to, or
-// the first key a name is seen with; it drops and counts the rest.
+// the first key a name is seen with; it drops and counts the rest, a new
+// life under another key too (without an authority a name stays with its
+// key).
 func TestProveAlive(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -48,7 +50,8 @@ func TestProveAlive(t *testing.T) {
 		{"bound key", func() *Table { return boundTable(ModeRequired) }, signed(testAlive("a", 2, 1), "", 1), false, true, nil},
 		{"another key, same life", func() *Table { return boundTable(ModeRequired) }, signed(testAlive("a", 2, 2), "", 2), false, false,
 			func(s Stats) uint64 { return s.KeyConflicts }},
-		{"another key, new life", func() *Table { return boundTable(ModeRequired) }, signed(testAlive("a", 2, 2), "", 2), true, true, nil},
+		{"another key, new life", func() *Table { return boundTable(ModeRequired) }, signed(testAlive("a", 2, 2), "", 2), true, false,
+			func(s Stats) uint64 { return s.KeyConflicts }},
 		{"signed under another label", func() *Table { return newTable(ModeRequired) }, signed(testAlive("a", 2, 1), "other", 1), false, false,
 			func(s Stats) uint64 { return s.ClaimsForged }},
 		{"key and signature of different members", func() *Table { return newTable(ModeRequired) },
@@ -180,23 +183,35 @@ func TestProveLeave(t *testing.T) {
 	require.False(t, boundTable(ModeSign).ProveRelayedLeave("a"), "another's report of a signing member's leave")
 }
 
+// Without an authority a joiner under another key than its name is bound
+// to is refused, and told why; under its key, or a name not bound, it is
+// taken; Rebind forgets the binding.
+func TestJoinerBoundKey(t *testing.T) {
+	tb := boundTable(ModeRequired)
+	require.NoError(t, tb.CheckJoiner(testNow, "a", testPub(1), []byte{1}, nil))
+	require.ErrorContains(t, tb.CheckJoiner(testNow, "a", testPub(2), []byte{1}, nil), `name "a" is bound to another key`)
+	require.Equal(t, uint64(1), tb.Stats().KeyConflicts)
+	require.NoError(t, tb.CheckJoiner(testNow, "b", testPub(2), []byte{1}, nil))
+	require.True(t, tb.Rebind("a"))
+	require.NoError(t, tb.CheckJoiner(testNow, "a", testPub(2), []byte{1}, nil))
+	require.False(t, tb.Rebind("a"))
+}
+
 // Claims of this member's name at another life: signed, and under its own
-// key, a certificate's, or a seed's word.
+// key or a certificate's; a seed's view is no one's word for another key.
 func TestProveOwnLife(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		alive    *wire.Alive
-		fromSeed bool
-		ok       bool
+		name  string
+		alive *wire.Alive
+		ok    bool
 	}{
-		{"unsigned", testAlive("self", 1, 0), true, false},
-		{"own key", signed(testAlive("self", 1, 0), "", 0), false, true},
-		{"another key", signed(testAlive("self", 1, 9), "", 9), false, false},
-		{"another key, from a seed", signed(testAlive("self", 1, 9), "", 9), true, true},
-		{"forged", func() *wire.Alive { a := signed(testAlive("self", 1, 9), "", 9); a.Meta = nil; return a }(), true, false},
+		{"unsigned", testAlive("self", 1, 0), false},
+		{"own key", signed(testAlive("self", 1, 0), "", 0), true},
+		{"another key", signed(testAlive("self", 1, 9), "", 9), false},
+		{"forged", func() *wire.Alive { a := signed(testAlive("self", 1, 9), "", 9); a.Meta = nil; return a }(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.ok, newTable(ModeSign).ProveOwnLife(testNow, tc.alive, tc.fromSeed))
+			require.Equal(t, tc.ok, newTable(ModeSign).ProveOwnLife(testNow, tc.alive))
 		})
 	}
 }
@@ -246,7 +261,16 @@ func TestCertifiedClaims(t *testing.T) {
 	tb.ProveOwn(own)
 	require.Equal(t, renewed, own.Cert)
 
+	// With an authority a new life of a bound name may bring a new key its
+	// certificate names (the authority rebinds); without one it may not.
+	tb.KeepAlive(signed(testAlive("a", 1, 1), "", 1))
+	moved := signed(testAlive("a", 2, 2), "", 2)
+	moved.Cert = cert("a", 2, testNow.Add(time.Hour))
+	require.True(t, tb.ProveAlive(testNow, moved, true))
+	require.False(t, tb.ProveAlive(testNow, moved, false), "the same life under another key")
+
 	require.NoError(t, tb.CheckJoiner(testNow, "a", testPub(1), []byte{1}, cert("a", 1, testNow.Add(time.Hour))))
+	require.NoError(t, tb.CheckJoiner(testNow, "a", testPub(2), []byte{1}, cert("a", 2, testNow.Add(time.Hour))), "certified: another key joins")
 	require.ErrorContains(t, tb.CheckJoiner(testNow, "a", testPub(1), []byte{1}, nil), `certificate of "a": malformed`)
 	require.EqualError(t, tb.CheckJoiner(testNow, "a", nil, nil, nil), "unsigned; signatures required")
 	require.Nil(t, newTable(ModeSign).CheckJoiner(testNow, "a", nil, nil, nil))

@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
+	"math/rand/v2"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -91,5 +93,75 @@ func TestOneAccusationKillsNoPausedMember(t *testing.T) {
 				require.True(t, s.converged())
 			})
 		}
+	}
+}
+
+// newImpostorScenario is newScenario with signatures required and no
+// trusted roots (trust on first use), where the node called "impostor"
+// runs under the name victim with an identity of its own: a key holder
+// claiming another member's name.
+func newImpostorScenario(t *testing.T, seed uint64, n int, victim string) *scenario {
+	reg := swim.NewRegistry()
+	config := signedConfig(swim.SignaturesRequired)
+	factory := func(name string, addr netip.AddrPort, rng *rand.Rand, now time.Time) (Node, error) {
+		cfg := *config(name)
+		cfg.Name = name
+		if name == "impostor" {
+			cfg.Name = victim
+		}
+		return reg.NewMachine(&cfg, addr, rng, now)
+	}
+	return newScenarioWith(t, Options{Seed: seed, NodeFactory: factory}, n, true)
+}
+
+// holders counts the members, other than the processes running under
+// name, that route name to addr.
+func (s *scenario) holders(name string, addr netip.AddrPort) int {
+	n := 0
+	for _, o := range without(s.upNames(), name, "impostor") {
+		if mb, ok := s.view(o, name); ok && mb.Addr == addr && mb.State != swim.StateDead && mb.State != swim.StateLeft {
+			n++
+		}
+	}
+	return n
+}
+
+// TestNameStaysWithItsKey: under trust on first use with signatures
+// required, a key holder that claims a member's name under its own key,
+// while the member is paused for 2 s or after it crashed, takes the name
+// from no one: the claim is refused while the cluster remembers the name
+// (Claims.KeyConflicts), the impostor's join is refused, and the real
+// member, back or restarted with its key, keeps its name.
+func TestNameStaysWithItsKey(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		t.Run(fmt.Sprintf("crash=%v", crash), func(t *testing.T) {
+			const n = 16
+			victim := "m5"
+			s := newImpostorScenario(t, 31, n, victim)
+			require.True(t, s.RunUntil(s.converged, time.Minute))
+			s.Run(10 * time.Second)
+			real := s.Addr(victim)
+			if crash {
+				require.NoError(t, s.Crash(victim))
+			} else {
+				require.NoError(t, s.Pause(victim, 2*time.Second))
+			}
+			imp, err := s.AddNode("impostor")
+			require.NoError(t, err)
+			s.join("impostor", s.Addr(s.names[0]))
+			s.Run(20 * time.Second)
+			if crash {
+				require.NoError(t, s.Restart(victim))
+				s.join(victim, s.Addr(s.names[0]))
+				s.Run(20 * time.Second)
+			}
+			require.Zero(t, s.holders(victim, imp.Addr()), "members route the name to the impostor")
+			require.Equal(t, n-1, s.holders(victim, real), "members that route the name to its own process")
+			var conflicts uint64
+			for _, o := range without(s.names, victim) {
+				conflicts += s.machine(o).Stats().Claims.KeyConflicts
+			}
+			require.Positive(t, conflicts, "the impostor's claims are counted")
+		})
 	}
 }
