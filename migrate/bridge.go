@@ -66,6 +66,13 @@ type Config struct {
 	// process rolled back to memberlist alone after the cluster left the
 	// mode brings the cluster back into it instead of standing alone.
 	NoStandby bool
+	// SwimPlaintext keeps the swim side without encryption and label
+	// when Config.Swim sets none. By default the swim side takes the
+	// memberlist side's keys (Keyring, primary first, or SecretKey) and
+	// Label when Config.Swim has no Security.Keys or no Label of its own:
+	// a process in migration mode must not open its swim side to those
+	// its memberlist side keeps out.
+	SwimPlaintext bool
 	// StartInStandby starts the process out of migration mode, its
 	// memberlist port in standby: for a process restarted after it left
 	// the mode (step 4 of docs/migrating.md). Join then joins the swim
@@ -178,6 +185,9 @@ func New(cfg Config) (*Bridge, error) {
 	b.queueNodes.Store(1)
 
 	sc := *cfg.Swim
+	if !cfg.SwimPlaintext {
+		secureLikeMemberlist(&sc, cfg.Memberlist)
+	}
 	sc.Meta = cfg.Meta
 	sc.Events = swim.EventFunc(b.swimEvent)
 	sc.Messages = swim.MessageFunc(b.swimMessage)
@@ -223,6 +233,29 @@ func New(cfg Config) (*Bridge, error) {
 	b.mc = &mc
 	b.mu.Unlock()
 	return b, nil
+}
+
+// secureLikeMemberlist gives the swim side sc the memberlist side's keys
+// and label where it has none of its own.
+func secureLikeMemberlist(sc *swim.Config, mc *memberlist.Config) {
+	if len(sc.Security.Keys) == 0 {
+		switch {
+		case mc.Keyring != nil && mc.Keyring.GetPrimaryKey() != nil:
+			primary := mc.Keyring.GetPrimaryKey()
+			keys := [][]byte{primary}
+			for _, k := range mc.Keyring.GetKeys() {
+				if string(k) != string(primary) {
+					keys = append(keys, k)
+				}
+			}
+			sc.Security.Keys = keys
+		case len(mc.SecretKey) > 0:
+			sc.Security.Keys = [][]byte{mc.SecretKey}
+		}
+	}
+	if sc.Label == "" {
+		sc.Label = mc.Label
+	}
 }
 
 // Swim returns the swim side, for what the Bridge does not pass on

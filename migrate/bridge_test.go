@@ -699,3 +699,45 @@ func TestBroadcastQueueNeverWaitsForBridge(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.NoError(t, br.b.Shutdown())
 }
+
+// A Bridge given only memberlist's key and label secures its swim side
+// with them: a swim process with no key cannot join it, nor appear in the
+// application's view; one with the key and label joins. SwimPlaintext
+// keeps the swim side open, as it was before.
+func TestSwimSideTakesMemberlistSecurity(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	secure := func(c *Config) {
+		c.Memberlist.SecretKey = key
+		c.Memberlist.Label = "prod"
+	}
+	outsider := func(name string, keys [][]byte, label string) *swim.Memberlist {
+		c := swim.DefaultLocalConfig()
+		c.Name = name
+		c.BindAddr = "127.0.0.1"
+		c.BindPort = 0
+		c.Security.Keys = keys
+		c.Label = label
+		m, err := swim.New(c)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = m.Shutdown() })
+		return m
+	}
+	joinSwim := func(m *swim.Memberlist, br *bridged) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err := m.Join(ctx, br.b.Swim().LocalMember().Addr.String())
+		return err
+	}
+
+	addrs := &swimAddrs{m: map[string]netip.AddrPort{}}
+	br := startBridged(t, "br-secure", addrs, secure)
+	t.Cleanup(func() { _ = br.b.Shutdown() })
+	require.Error(t, joinSwim(outsider("no-key", nil, ""), br), "a process with no key joined the swim side")
+	require.NoError(t, joinSwim(outsider("with-key", [][]byte{key}, "prod"), br))
+	require.Eventually(t, func() bool { return slices.Contains(names(br.b.Members()), "with-key") }, within, pollEvery)
+	require.NotContains(t, names(br.b.Members()), "no-key")
+
+	open := startBridged(t, "br-open", addrs, secure, func(c *Config) { c.SwimPlaintext = true })
+	t.Cleanup(func() { _ = open.b.Shutdown() })
+	require.NoError(t, joinSwim(outsider("no-key-2", nil, ""), open), "SwimPlaintext keeps the swim side open")
+}
