@@ -233,3 +233,30 @@ func TestOverlongNameInPushPull(t *testing.T) {
 	require.Equal(t, uint64(1), h.m.Stats().PacketsDropped)
 	require.Equal(t, 1, h.m.NumMembers())
 }
+
+// TestAttackIncarnationRatchet: one accuser's self-accusations of this
+// member at 2^32 above its incarnation, 40 in 5 s (within its bucket's
+// burst and refill), took the member to about 2^37 and held its local
+// health at the worst. An accusation more than maxAccusationLead above the
+// member's incarnation is implausible, to it as to every other member (none
+// holds it higher), and not refuted; one within it raises the incarnation
+// past it, so the incarnation rises by at most 65 per accusation; and
+// accusations count against local health once per probe interval.
+func TestAttackIncarnationRatchet(t *testing.T) {
+	cfg := mtConfig()
+	cfg.AwarenessMaxMultiplier = 8
+	for _, lead := range []uint64{1 << 32, maxAccusationLead} {
+		t.Run(fmt.Sprint(lead), func(t *testing.T) {
+			h := newMT(t, cfg)
+			h.joinPeers(3, 1)
+			for range 40 {
+				h.now = h.now.Add(125 * time.Millisecond)
+				own := h.m.LocalMember()
+				h.feed(mtPeerAddr(1), &wire.Suspect{Name: mtSelf, Incarnation: own.Incarnation + lead, From: mtPeer(1), Life: own.Life})
+				h.ready()
+			}
+			require.LessOrEqual(t, h.m.LocalMember().Incarnation, uint64(40*(maxAccusationLead+1)), "the incarnation ratcheted")
+			require.LessOrEqual(t, h.m.Status().HealthScore, 5, "local health held at its worst by one accuser")
+		})
+	}
+}

@@ -170,7 +170,10 @@
 //     served for live members only and at a bounded rate, and acks count
 //     only from the address asked: no amplification, no forged liveness.
 //   - Incarnations saturate, and a jump of more than MaxIncarnationJump is
-//     dropped: no single packet can leave a member unable to refute.
+//     dropped: no single packet can leave a member unable to refute. An
+//     accusation may lie at most 64 above the incarnation held (its own
+//     for the accused), so forged accusations raise an incarnation at a
+//     bounded rate.
 //   - Push-pull merges a peer's "dead" as suspect (as memberlist does), and
 //     merges large views a slice per Tick.
 //   - Reconnect attempts to dead members are made with probability

@@ -428,7 +428,7 @@ func (m *Machine) gateSuspectUnknown(c *suspectClaim) bool {
 }
 
 func (m *Machine) gateSuspectStale(c *suspectClaim) bool {
-	return m.staleOrImplausible(c.s, StateSuspect, c.d.Incarnation)
+	return m.staleOrImplausibleAccusation(c.s, StateSuspect, c.d.Incarnation)
 }
 
 func (m *Machine) gateSuspectSignature(c *suspectClaim) bool {
@@ -506,7 +506,7 @@ func (m *Machine) gateDeadEcho(c *deadClaim) bool { return !c.d.Left && c.d.From
 func (m *Machine) gateDeadUnknown(c *deadClaim) bool { return c.s == nil }
 
 func (m *Machine) gateDeadStale(c *deadClaim) bool {
-	return m.staleOrImplausible(c.s, c.st, c.d.Incarnation)
+	return m.staleOrImplausibleAccusation(c.s, c.st, c.d.Incarnation)
 }
 
 func (m *Machine) gateDeadSignature(c *deadClaim) bool {

@@ -71,6 +71,31 @@ func precedence(held State, heldInc uint64, st State, inc uint64) verdict {
 // each within the bound, cannot turn one into a small number.
 const MaxIncarnationJump = 1 << 32
 
+// maxAccusationLead is how far above the incarnation held for a member an
+// accusation of it (suspect, dead or left) may lie before it is dropped as
+// implausible (DeltasImplausible), and this member's own incarnation for
+// an accusation of itself before it is not refuted. An honest accuser
+// accuses at the incarnation it holds, the member's own alive, at most a
+// few refutations or updates newer than what another member holds; a
+// member that drops a real one only suspects later. Without the bound each
+// forged self-accusation raised the member's incarnation by up to
+// MaxIncarnationJump (2^37 in 5 s from one accuser within its bucket); with
+// it, by at most 64 per accusation the accuser's bucket lets through.
+const maxAccusationLead = 64
+
+// staleOrImplausibleAccusation is staleOrImplausible for an accusation:
+// its incarnation within maxAccusationLead of the held one.
+func (m *Machine) staleOrImplausibleAccusation(s *memberState, st State, inc uint64) bool {
+	if m.staleOrImplausible(s, st, inc) {
+		return true
+	}
+	if s != nil && inc > s.inc() && inc-s.inc() > maxAccusationLead {
+		m.stats.DeltasImplausible++
+		return true
+	}
+	return false
+}
+
 // nextIncarnation is inc+1, saturating at the largest incarnation.
 func nextIncarnation(inc uint64) uint64 {
 	if inc == math.MaxUint64 {
@@ -231,7 +256,11 @@ func (m *Machine) selfAccused(now time.Time, inc uint64) { m.selfClaimed(now, in
 
 // selfClaimed answers a claim that this member is suspect or dead at inc.
 func (m *Machine) selfClaimed(now time.Time, inc uint64, claim State) {
-	if m.self.state() != StateAlive || !m.plausible(m.self, inc) {
+	if m.self.state() != StateAlive {
+		return
+	}
+	if inc > m.self.inc() && inc-m.self.inc() > maxAccusationLead {
+		m.stats.DeltasImplausible++
 		return
 	}
 	if inc >= m.self.inc() {
@@ -245,8 +274,13 @@ func (m *Machine) selfClaimed(now time.Time, inc uint64, claim State) {
 			m.emitEvent(Event{Kind: kind, Member: mb})
 		}
 		// Lifeguard §IV-A: being accused is a sign that we may be the
-		// slow one.
-		m.adjustHealth(1)
+		// slow one; once per probe interval, so that a flood of
+		// accusations from one member cannot hold our health at its
+		// worst (a member probes one peer per interval, SWIM §4.3).
+		if m.accusedAt.IsZero() || now.Sub(m.accusedAt) >= m.cfg.ProbeInterval {
+			m.accusedAt = now
+			m.adjustHealth(1)
+		}
 		m.refute(now, inc)
 		if m.cfg.SelfEvents {
 			m.event(EventAlive, m.self)
@@ -266,7 +300,7 @@ func (m *Machine) selfClaimed(now time.Time, inc uint64, claim State) {
 // of anyone (after a partition heals, everyone on both sides); waiting for
 // the periodic push-pull would leave such holes for a minute or more.
 func (m *Machine) selfDeclaredDead(now time.Time, inc uint64) {
-	if m.self.state() == StateAlive && inc >= m.self.inc() && inc-m.self.inc() <= MaxIncarnationJump {
+	if m.self.state() == StateAlive && inc >= m.self.inc() && inc-m.self.inc() <= maxAccusationLead {
 		m.scheduleFollowUps(now)
 	}
 	m.selfClaimed(now, inc, StateDead)

@@ -175,6 +175,9 @@ type machineState struct {
 	lastHeardAny time.Time
 	seq          uint32
 	relays       map[uint32]*relay
+	// accusedAt is when an accusation of this member last counted against
+	// its local health (selfClaimed).
+	accusedAt time.Time
 	// silences holds, by member name, when this member's relayed ping of
 	// it went unanswered (witness.go).
 	silences map[string]time.Time
