@@ -36,7 +36,8 @@
 //     member's new address), lives.go (a member's process runs: restarts and
 //     name conflicts), signatures.go (signed claims: who may say what about
 //     whom, asked of internal/claims), witness.go (ping-req helpers that
-//     saw a suspect's silence accuse it too), newcomers.go (checking a
+//     saw a suspect's silence accuse it too), repeats.go (accusers whose
+//     accusations were refuted wait), newcomers.go (checking a
 //     member not known before it is admitted), registry.go (member identities, shared by
 //     Machines), broadcast.go (the piggyback queues, fewest-sent first, the
 //     packer that shares a packet's room between membership deltas and

@@ -119,6 +119,7 @@ func init() {
 		{"older than alive", "a member held alive at a newer incarnation: that alive gossiped again (StaleAccusationsAnswered)", (*Machine).gateSuspectOlder},
 		{"unknown", "a member not held: dropped; a hole to repair when no tombstone knows it either", (*Machine).gateSuspectUnknown},
 		{"stale", "what is held takes precedence, or the incarnation is implausibly far ahead (counted, DeltasImplausible): dropped", (*Machine).gateSuspectStale},
+		{"repeat", "by an accuser whose accusation of the member was refuted lately: dropped while it waits, counted (AccusationsWaited)", (*Machine).gateSuspectRepeat},
 		{"signature", "with signatures on, the accuser's signature missing or wrong, or past the accuser's bound: dropped, counted", (*Machine).gateSuspectSignature},
 	}
 	deadGates = []gate[deadClaim]{
@@ -335,6 +336,7 @@ func (m *Machine) applyAlive(c *aliveClaim) {
 			m.event(EventUpdate, s)
 		}
 	case StateSuspect:
+		m.strikeRefuted(now, a.Name, m.suspicions[a.Name])
 		m.cancelSuspicion(a.Name)
 		m.setState(now, s, StateAlive)
 		m.event(EventAlive, s)
@@ -429,6 +431,10 @@ func (m *Machine) gateSuspectUnknown(c *suspectClaim) bool {
 
 func (m *Machine) gateSuspectStale(c *suspectClaim) bool {
 	return m.staleOrImplausibleAccusation(c.s, StateSuspect, c.d.Incarnation)
+}
+
+func (m *Machine) gateSuspectRepeat(c *suspectClaim) bool {
+	return m.accusationWaits(c.now, c.d.Name, c.d.From)
 }
 
 func (m *Machine) gateSuspectSignature(c *suspectClaim) bool {

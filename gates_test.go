@@ -25,7 +25,7 @@ func TestGateOrder(t *testing.T) {
 	t.Log("\n" + got)
 	want := "alive: size, own life, own name, news, signature, key binding, other life, versions, stale, address, " +
 		"name text, tombstone, capacity, newcomer, admit, move, admit change\n" +
-		"suspect: own name, other life, echo, older than alive, unknown, stale, signature\n" +
+		"suspect: own name, other life, echo, older than alive, unknown, stale, repeat, signature\n" +
 		"dead: own name, other life, echo, unknown, stale, signature, member's word\n"
 	require.Equal(t, want, got)
 }

@@ -178,6 +178,9 @@ type machineState struct {
 	// accusedAt is when an accusation of this member last counted against
 	// its local health (selfClaimed).
 	accusedAt time.Time
+	// strikes holds, by member name, the accusers whose accusations of it
+	// were refuted lately (repeats.go).
+	strikes map[string][]strike
 	// silences holds, by member name, when this member's relayed ping of
 	// it went unanswered (witness.go).
 	silences map[string]time.Time
@@ -303,6 +306,7 @@ func (m *Machine) init(cfg *Config, reg *Registry, addr netip.AddrPort, rng *ran
 	m.armAt(timerHeardSweep, now.Add(heardSweepEvery))
 	m.relays = make(map[uint32]*relay)
 	m.silences = make(map[string]time.Time)
+	m.strikes = make(map[string][]strike)
 	m.userPings = make(map[uint32]*userPing)
 	m.addrChecks = make(map[uint32]addrCheck)
 	m.conflictPings = make(map[netip.AddrPort]struct{})

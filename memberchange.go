@@ -54,6 +54,7 @@ func (m *Machine) memberChanged(now time.Time, s *memberState, what memberChange
 		name := m.nameOf(s)
 		m.tree.ForgetOrigin(name) // its broadcasts have long stopped spreading
 		delete(m.rtts, name)
+		delete(m.strikes, name)
 		if m.cfg.ReconnectTimeout <= 0 {
 			// No tombstone remembers the name: neither does its key.
 			m.sigs.Forget(name)

@@ -42,6 +42,7 @@ type Stats struct {
 	NacksMissing                 uint64 // expected from relays that stayed silent
 	SuspicionsConfirmed          uint64 // independent accusations that shortened a suspicion
 	SuspicionsWithheld           uint64 // failed probes whose relays all stayed silent: no accusation
+	AccusationsWaited            uint64 // accusations dropped while their accuser waits after its last one of the member was refuted (repeats.go)
 	SuspicionsSavedByTraffic     uint64 // suspect heard from since it was accused, not declared dead
 	SuspectsTold                 uint64 // members this one accused, pinged at once with the suspicion so they refute (Detection.BuddyPing)
 	PingReqsSent, PingReqsServed uint64

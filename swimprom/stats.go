@@ -63,6 +63,7 @@ var statSpecs = []statSpec{
 	{field: "SuspicionsRaised", name: "suspicions_raised_total", help: "Suspicions this member raised itself after a failed probe."},
 	{field: "SuspicionsConfirmed", name: "suspicions_confirmed_total", help: "Independent accusations that shortened a suspicion held."},
 	{field: "SuspicionsWithheld", name: "suspicions_withheld_total", help: "Failed probes whose relays all stayed silent, so no one was accused."},
+	{field: "AccusationsWaited", name: "accusations_waited_total", help: "Accusations dropped while their accuser waits after its last one of the member was refuted."},
 	{field: "SuspectsTold", name: "suspects_told_total", help: "Members this member accused, pinged at once with the suspicion so that a live one refutes."},
 	{field: "SuspicionsSavedByTraffic", name: "suspicions_saved_by_traffic_total", help: "Suspects heard from since they were accused, so not declared dead when the suspicion ran out."},
 	{field: "Refutations", name: "refutations_total", help: "Suspicions or deaths of this member that it refuted, and newer incarnations of its name (a previous life) that it overtook, each by raising its incarnation."},

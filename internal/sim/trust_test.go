@@ -165,3 +165,43 @@ func TestNameStaysWithItsKey(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatAccusationsWait: a key holder that accuses a healthy member
+// to every other member at its current incarnation every 250 ms for 60 s
+// (each accusation within the accuser's bucket once it refills, each one
+// refuted) made 1,144 suspect events; a repeat accusation by an accuser
+// whose last accusation of the member was refuted lately waits, longer
+// each time, so each observer reports at most a handful.
+func TestRepeatAccusationsWait(t *testing.T) {
+	for _, mode := range []swim.SignatureMode{swim.SignaturesOff, swim.SignaturesRequired} {
+		t.Run(mode.String(), func(t *testing.T) {
+			const n = 16
+			s := newScenario(t, 41, n, signedConfig(mode), true)
+			require.True(t, s.RunUntil(s.converged, time.Minute))
+			s.Run(10 * time.Second)
+			victim, accuser := s.names[5], s.names[1]
+			start := s.Now()
+			for s.Now().Sub(start) < time.Minute {
+				for _, o := range without(s.names, victim, accuser) {
+					s.inject(o, accuser, s.accusation(mode, o, accuser, victim, false))
+				}
+				s.Run(250 * time.Millisecond)
+			}
+			s.Run(10 * time.Second)
+			events := 0
+			for _, r := range s.Log().Kind(swim.EventSuspect) {
+				if r.Event.Member.Name == victim && !r.At.Before(start) {
+					events++
+				}
+			}
+			t.Logf("%v: %d suspect events about the victim in 60 s", mode, events)
+			require.LessOrEqual(t, events, 6*(n-2), "suspect events about a healthy member from one accuser")
+			require.Zero(t, s.deathsOfSince(start, victim))
+			var held uint64
+			for _, o := range without(s.names, victim, accuser) {
+				held += s.machine(o).Stats().AccusationsWaited
+			}
+			require.Positive(t, held, "the accusations that waited are counted")
+		})
+	}
+}
