@@ -21,8 +21,12 @@ import (
 // and the list in docs/security.md follow it). It is cheapest first but
 // for one seam: with signatures on, an alive's signature is verified
 // ("signature") before its life, versions, staleness, address, name and
-// capacity are looked at; only copies that change nothing held are
-// dropped unverified before it ("news").
+// capacity are looked at, since the gates after it act on what the claim
+// says. What may reach the verifier is decided first, cheaply: copies
+// that change nothing held are dropped before it ("news"), and
+// "signature" itself verifies an unsolicited claim only within its
+// source's budget and a stranger's only when it is its member's own word,
+// leaving a member not known to the newcomer check.
 
 // A gate is one check on the way of a claim of type C to the table.
 type gate[C any] struct {
@@ -98,7 +102,7 @@ func init() {
 		{"own life", "this member's name at another life: a previous or a second process, checked at its address when it is under this member's key (or one a trusted root certifies for the name)", (*Machine).gateOwnLife},
 		{"own name", "this member's name at its own life: a newer incarnation refuted, and the address checked for a second process of the name", (*Machine).gateOwnName},
 		{"news", "with signatures on, a copy that changes nothing held: dropped before its signature is verified", (*Machine).gateAliveNews},
-		{"signature", "with signatures on, not the word of the key its name is bound to: dropped, counted", (*Machine).gateAliveSignature},
+		{"signature", "with signatures on, not the word of the key its name is bound to: dropped, counted; unsolicited, verified only within its source's budget (Claims.OverBudget), and from a stranger only when it is the member's own word (Claims.FromStrangers), a member not known left to \"newcomer\"", (*Machine).gateAliveSignature},
 		{"key binding", "a signed copy of what is held, for a name bound to no key yet: the key bound, the claim passed on", (*Machine).gateBindsKey},
 		{"other life", "a held member at another life: a restart, a second process or a forgery, checked at its address first; an address that does not decode dropped, counted (PacketsDropped)", (*Machine).gateOtherLife},
 		{"versions", "the held incarnation, with versions or a life the held entry lacks: learned, and the claim goes no further", (*Machine).gateVersions},
@@ -193,7 +197,26 @@ func (m *Machine) gateAliveNews(c *aliveClaim) bool {
 }
 
 func (m *Machine) gateAliveSignature(c *aliveClaim) bool {
-	return m.signing() && !m.aliveProven(c.now, c.a, c.s)
+	if !m.signing() {
+		return false
+	}
+	if unsolicited := c.src == mergeGossip || c.src == mergePushPull; unsolicited {
+		addr, err := wire.DecodeAddr(c.a.Addr)
+		switch {
+		case !c.o.member && c.s == nil:
+			// A member not known, from a stranger: "newcomer" checks
+			// its address first, and the check brings the claim back
+			// to be verified.
+			return false
+		case !c.o.member && (err != nil || !ownNews(c.o, c.a.Name, addr)):
+			m.stats.Claims.FromStrangers++
+			return true
+		case !m.verifies.take(c.now, c.o.from.Addr()):
+			m.stats.Claims.OverBudget++
+			return true
+		}
+	}
+	return !m.aliveProven(c.now, c.a, c.s)
 }
 
 func (m *Machine) gateBindsKey(c *aliveClaim) bool { return m.bindsKey(c.a, c.s, c.src) }

@@ -178,6 +178,9 @@ type machineState struct {
 	// accusedAt is when an accusation of this member last counted against
 	// its local health (selfClaimed).
 	accusedAt time.Time
+	// verifies is each source's budget of signature verifications
+	// (signatures.go).
+	verifies verifyBudget
 	// strikes holds, by member name, the accusers whose accusations of it
 	// were refuted lately (repeats.go).
 	strikes map[string][]strike

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/swim-go/swim/internal/claims"
@@ -147,6 +148,55 @@ func (m *Machine) aliveNews(a *wire.Alive, s *memberState) bool {
 	}
 	return a.Incarnation == s.inc() && s.live() &&
 		(a.Versions != (wire.Versions{}) && a.Versions != m.versionsOf(s) || a.Life != 0 && m.lifeOf(s) == 0)
+}
+
+// verifyBurst and verifyRate bound the signatures a source's unsolicited
+// claims (gossip and the push-pulls it starts) may have this member
+// verify: verifyBurst at once, verifyRate more each second. A signature
+// costs about 50 µs to verify, a claim's hash under a microsecond: a
+// member's honest gossip carries each claim's news once (each claim is
+// verified once, claims.Table), well under this even in a join storm,
+// while one source's junk signatures could otherwise pin a core (3.8 MB/s
+// did). Exchanges this member starts, and the checks it makes, are not
+// bounded: it chose whom to ask.
+const (
+	verifyBurst = 512
+	verifyRate  = 128
+	// maxVerifySources bounds the sources whose budgets are kept; past
+	// it they start over, each with a full burst.
+	maxVerifySources = 4096
+)
+
+// verifyBudget is the token bucket of each source's verifications.
+type verifyBudget struct {
+	bySource map[netip.Addr]*verifyBucket
+}
+
+type verifyBucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take spends one verification of source's budget at now, and reports
+// whether there was one.
+func (v *verifyBudget) take(now time.Time, source netip.Addr) bool {
+	if v.bySource == nil || len(v.bySource) >= maxVerifySources {
+		v.bySource = make(map[netip.Addr]*verifyBucket)
+	}
+	b := v.bySource[source]
+	if b == nil {
+		b = &verifyBucket{tokens: verifyBurst, at: now}
+		v.bySource[source] = b
+	}
+	if elapsed := now.Sub(b.at); elapsed > 0 {
+		b.tokens = min(verifyBurst, b.tokens+elapsed.Seconds()*verifyRate)
+		b.at = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // aliveProven reports whether an alive about another member, s (nil:

@@ -158,7 +158,9 @@ type ClaimStats struct {
 	SignaturesVerified  uint64 // signatures and certificates verified (each claim once)
 	Unsigned            uint64 // claims about other members dropped for want of a signature
 	Forged              uint64 // claims dropped whose signature is not their member's (or accuser's)
-	KeyConflicts        uint64 // claims dropped that bring another key for a name held under one, for the same life
+	KeyConflicts        uint64 // claims dropped that bring another key for a name bound to one (trust on first use: whatever the life), and joins refused for it
+	FromStrangers       uint64 // claims about a member held, passed on by no live member and not the member's own word: dropped before any signature is verified
+	OverBudget          uint64 // claims dropped unverified past their source's verification budget (verifyBurst, verifyRate)
 	CertificatesRefused uint64 // claims dropped whose certificate is missing, expired or from no trusted root
 	AccusationsLimited  uint64 // accusations dropped past their accuser's bound
 }

@@ -146,7 +146,9 @@ var statSpecs = []statSpec{
 	{field: "Claims.SignaturesVerified", name: "signatures_verified_total", help: "Signatures and certificates verified, each claim once."},
 	{field: "Claims.Unsigned", name: "claims_unsigned_total", help: "Claims about other members dropped for want of a signature."},
 	{field: "Claims.Forged", name: "claims_forged_total", help: "Claims dropped whose signature is not their member's or their accuser's."},
-	{field: "Claims.KeyConflicts", name: "key_conflicts_total", help: "Claims dropped that bring another key for a name held under one, for the same life."},
+	{field: "Claims.KeyConflicts", name: "key_conflicts_total", help: "Claims dropped that bring another key for a name bound to one, and joins refused for it."},
+	{field: "Claims.FromStrangers", name: "claims_from_strangers_total", help: "Claims about a member held, from no live member and not its own word: dropped before any signature is verified."},
+	{field: "Claims.OverBudget", name: "claims_over_budget_total", help: "Claims dropped unverified past their source's verification budget."},
 	{field: "Claims.CertificatesRefused", name: "certificates_refused_total", help: "Claims dropped whose certificate is missing, expired or from no trusted root."},
 	{field: "Claims.AccusationsLimited", name: "accusations_limited_total", help: "Accusations dropped past their accuser's bound."},
 
