@@ -467,11 +467,17 @@ func (m *Machine) HandlePacket(now time.Time, from netip.AddrPort, data []byte) 
 		case *wire.Alive:
 			m.handleAlive(now, msg, mergeGossip, teller{from: from, member: sender != nil && sender.live()})
 		case *wire.Suspect:
+			if m.accusationFromStranger(msg.Name, sender) {
+				continue
+			}
 			if m.handleSuspect(now, msg) {
 				m.addHoleNote(holeNote{name: msg.Name})
 			}
 			m.noteNames(sender, msg.From, "")
 		case *wire.Dead:
+			if m.accusationFromStranger(msg.Name, sender) {
+				continue
+			}
 			m.handleDead(now, msg, sender)
 			if !msg.Left {
 				// The member that declared the death ran the final

@@ -421,6 +421,9 @@ func (m *Machine) mergeMember(now time.Time, v *wire.MemberView, from string, sr
 		return
 	}
 	name := string(v.Name)
+	if State(v.State) != StateAlive && !o.member && (src == mergeGossip || src == mergePushPull) && m.accusationFromStranger(name, nil) {
+		return
+	}
 	switch State(v.State) {
 	case StateAlive:
 		m.handleAlive(now, &wire.Alive{Name: name, Addr: v.Addr, Incarnation: v.Incarnation, Meta: v.Meta, Versions: v.Versions, Life: v.Life,

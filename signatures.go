@@ -199,6 +199,21 @@ func (v *verifyBudget) take(now time.Time, source netip.Addr) bool {
 	return true
 }
 
+// accusationFromStranger reports whether an accusation (or a leave) of the
+// member called name, in a packet from sender (nil: no member at the
+// packet's address), is to be dropped before its signature is verified,
+// counting it: on a cluster that signs, one passed on by no live member,
+// unless it is about this member, which refutes what is false for free.
+// Checks of this member's own (final and claim checks) carry their claim
+// from live members; a leave notice comes from the member leaving.
+func (m *Machine) accusationFromStranger(name string, sender *memberState) bool {
+	if !m.signing() || name == m.selfName || sender != nil && sender.live() {
+		return false
+	}
+	m.stats.Claims.FromStrangers++
+	return true
+}
+
 // aliveProven reports whether an alive about another member, s (nil:
 // unknown), may be taken (claims.Table.ProveAlive): a key other than the
 // one its name is bound to comes only with a new life of the name.

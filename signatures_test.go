@@ -613,9 +613,12 @@ func TestJunkSignaturesCheapBeforeCostly(t *testing.T) {
 		h.feed(mtStranger, junkAlive(fmt.Sprintf("invented-%03d", i), invented, 1, 200+i))
 		h.feed(mtStranger, junkAlive(mtPeer(1+i%3), mtPeerAddr(1+i%3), uint64(2+i), 1+i%3))
 	}
+	for i := range 100 {
+		h.feed(mtStranger, &wire.Suspect{Name: mtPeer(1 + i%3), Incarnation: 1, From: mtPeer(4), Sig: make([]byte, ed25519.SignatureSize)})
+	}
 	st := h.m.Stats()
 	require.Equal(t, before, st.Claims.SignaturesVerified, "a stranger reached the verifier")
-	require.Equal(t, uint64(200), st.Claims.FromStrangers)
+	require.Equal(t, uint64(300), st.Claims.FromStrangers)
 	require.Equal(t, uint64(200), st.Admission.NewcomersRefused)
 
 	for i := range 2000 {
