@@ -193,7 +193,9 @@ type MemberlistStats struct {
 	// StreamsTimedOut: inbound streams closed because their request did
 	// not arrive in time: its length header within the first-bytes
 	// deadline (see Config.StreamTimeout), or the rest within
-	// StreamTimeout.
+	// StreamTimeout; or, with every slot taken and every source within
+	// its share, closed before their request was authenticated to give
+	// their slot to a new stream.
 	StreamsTimedOut uint64
 	// StreamsTooLarge: stream messages, inbound requests and replies to
 	// this member's exchanges alike, refused for announcing more than

@@ -117,13 +117,13 @@ func (ml *Memberlist) serveStream(conn net.Conn) {
 		defer ml.wg.Done()
 		defer ml.inStreams.release(st)
 		defer conn.Close()
-		if err := ml.answer(conn); err != nil {
+		if err := ml.answer(conn, st); err != nil {
 			ml.logger.Debug("inbound stream failed", zap.Stringer("from", conn.RemoteAddr()), zap.Error(err))
 		}
 	}()
 }
 
-func (ml *Memberlist) answer(conn net.Conn) error {
+func (ml *Memberlist) answer(conn net.Conn, st *inboundStream) error {
 	stop := context.AfterFunc(ml.ctx, func() { _ = conn.Close() })
 	defer stop()
 	deadline := time.Now().Add(ml.cfg.StreamTimeout)
@@ -147,6 +147,7 @@ func (ml *Memberlist) answer(conn net.Conn) error {
 	if data, err = ml.openStream(from, data); err != nil {
 		return err
 	}
+	ml.inStreams.authenticate(st)
 	var reply []byte
 	var handleErr error
 	if err := ml.input(func(now time.Time) {

@@ -28,6 +28,7 @@ const (
 	refusalInboundSlots   = "inbound stream, every slot in use (MaxConcurrentStreams)"
 	refusalInboundShare   = "inbound stream, every slot in use and its source holds MaxStreamsPerSource"
 	refusalInboundEvicted = "inbound stream closed to give its slot to a source under MaxStreamsPerSource"
+	refusalInboundIdle    = "inbound stream closed before its request was authenticated, to give its slot to a new one (every slot in use)"
 	refusalOutboundSlots  = "outbound stream, every slot in use (MaxConcurrentStreams)"
 	refusalTransportQueue = "accepted stream, Streams channel full (MaxConcurrentStreams)"
 	refusalOverBudget     = "inbound stream message over what inbound streams may hold at once (4·MaxStreamBytes, half of it per source network)"
@@ -279,6 +280,12 @@ type inboundStream struct {
 	conn    net.Conn
 	src     netip.Prefix
 	evicted bool // its slot went to another stream; guarded by inboundSlots.mu
+	// authenticated: its request was read and opened (the cluster's key
+	// and label, where there are): a peer's, not just a connection.
+	// Guarded by inboundSlots.mu.
+	authenticated bool
+	// idle: it was evicted before it authenticated (refusalInboundIdle).
+	idle bool
 }
 
 // admission is what admit decided.
@@ -309,6 +316,9 @@ func (s *inboundSlots) admit(src netip.Prefix, conn net.Conn) (st, evicted *inbo
 			return nil, nil, refusedShare
 		}
 		if evicted = s.evictFromLargest(); evicted == nil {
+			evicted = s.evictUnauthenticated()
+		}
+		if evicted == nil {
 			return nil, nil, refusedSlots
 		}
 	}
@@ -337,6 +347,32 @@ func (s *inboundSlots) evictFromLargest() *inboundStream {
 		}
 	}
 	return nil // not reached: some stream's source holds largest
+}
+
+// evictUnauthenticated takes the oldest stream that has not authenticated
+// its request out of its slot, if any. Connections cost an attacker
+// little and can come from many networks, each within its share, so that
+// the shares alone leave every slot to idle connections (8 networks of 4
+// took 32); a stream that authenticated is a peer's and keeps its slot,
+// while one that has not gives way to the next, which has its round trip
+// to authenticate in turn. The caller holds mu.
+func (s *inboundSlots) evictUnauthenticated() *inboundStream {
+	for i, st := range s.inFlight {
+		if !st.authenticated {
+			s.remove(i)
+			st.evicted, st.idle = true, true
+			return st
+		}
+	}
+	return nil
+}
+
+// authenticate records that st's request was read and opened: its slot
+// is no longer given to a new stream (evictUnauthenticated).
+func (s *inboundSlots) authenticate(st *inboundStream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st.authenticated = true
 }
 
 // release frees st's slot, unless it was evicted (its slot is already
@@ -388,7 +424,13 @@ func (ml *Memberlist) admitStream(conn net.Conn) (*inboundStream, bool) {
 			zap.Int("per_source", ml.cfg.MaxStreamsPerSource))
 		return nil, false
 	}
-	if evicted != nil {
+	switch {
+	case evicted != nil && evicted.idle:
+		ml.streamsTimedOut.Add(1)
+		ml.refusals.Warn(refusalInboundIdle,
+			zap.Stringer("from", evicted.conn.RemoteAddr()), zap.Stringer("for", conn.RemoteAddr()))
+		_ = evicted.conn.Close()
+	case evicted != nil:
 		ml.streamsRefusedPerSource.Add(1)
 		ml.refusals.Warn(refusalInboundEvicted,
 			zap.Stringer("from", evicted.conn.RemoteAddr()), zap.Stringer("for", conn.RemoteAddr()),

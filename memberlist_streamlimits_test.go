@@ -102,6 +102,33 @@ func TestIdleStreamsDoNotKeepEverySlot(t *testing.T) {
 	}, formTimeout, pollEvery, "idle streams closed and counted: %+v", victim.Stats())
 }
 
+// TestIdleStreamsFromManyNetworks: idle connections from 8 addresses in
+// separate /24 networks, 4 each (MaxStreamsPerSource), re-dialled as soon
+// as they are closed, took every one of the 32 slots with no source over
+// its share, so a latecomer's join was refused while they stayed. A
+// stream that has not authenticated its request gives its slot to a new
+// one when every slot is taken; one that has keeps it.
+func TestIdleStreamsFromManyNetworks(t *testing.T) {
+	t.Parallel()
+	victim := startMember(t, testConfig("victim"))
+	addr := victim.LocalMember().Addr.String()
+	slots, share := victim.cfg.MaxConcurrentStreams, victim.cfg.MaxStreamsPerSource
+	for i := range slots / share {
+		startIdleDialer(t, fmt.Sprintf("127.0.%d.2", 10+i), addr, share)
+	}
+	require.Eventually(t, func() bool { return inboundInUse(victim.Memberlist) == slots },
+		formTimeout, pollEvery, "the attacker holds every slot")
+
+	joiner := startMember(t, testConfig("joiner"))
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	n, err := joiner.Join(ctx, addr)
+	require.NoError(t, err, "join through a member whose slots idle streams from many networks fill")
+	require.Equal(t, 1, n)
+	require.Eventually(t, func() bool { return victim.NumMembers() == 2 && joiner.NumMembers() == 2 }, formTimeout, pollEvery)
+	require.Positive(t, victim.Stats().StreamsTimedOut, "the idle streams evicted are counted")
+}
+
 // totalAlloc is the bytes this process has allocated so far.
 func totalAlloc() uint64 {
 	var ms runtime.MemStats
@@ -547,7 +574,17 @@ func TestInboundSlots(t *testing.T) {
 	_, evicted = admit(net("10.0.4.1"), admitted) // a holds 2
 	require.Same(t, as[3], evicted)
 	require.Equal(t, 4, len(held()), "one stream each")
-	admit(net("10.0.5.1"), refusedSlots)
+	// Every source within its share: the oldest stream that has not
+	// authenticated its request gives its slot to the new one.
+	oldest := s.inFlight[0]
+	_, evicted = admit(net("10.0.5.1"), admitted)
+	require.Same(t, oldest, evicted, "the oldest unauthenticated stream")
+	require.True(t, evicted.idle)
+	// Once all have authenticated, none gives way.
+	for _, st := range s.inFlight {
+		s.authenticate(st)
+	}
+	admit(net("10.0.6.1"), refusedSlots)
 	// Another address of a's network is a: its share is taken.
 	admit(net("10.0.1.200"), refusedShare)
 	require.Equal(t, 4, s.inUse())
@@ -581,15 +618,20 @@ func TestStreamRefusalsAreLogged(t *testing.T) {
 
 	// 127.0.1.2 takes both slots while they are free.
 	first := mustDialFrom(t, "127.0.1.2", addr)
-	mustDialFrom(t, "127.0.1.2", addr)
+	second := mustDialFrom(t, "127.0.1.2", addr)
 	require.Eventually(t, func() bool { return inboundInUse(m.Memberlist) == 2 }, formTimeout, pollEvery)
 	require.True(t, closedByPeer(mustDialFrom(t, "127.0.1.2", addr)))
 	require.True(t, warned(refusalInboundShare))
 	mustDialFrom(t, "127.0.2.3", addr)
 	require.True(t, closedByPeer(first))
 	require.True(t, warned(refusalInboundEvicted))
-	require.True(t, closedByPeer(mustDialFrom(t, "127.0.3.4", addr)))
-	require.True(t, warned(refusalInboundSlots))
+	// Every source within its share: the oldest stream still without a
+	// request gives its slot to the new one. (With every slot held by an
+	// authenticated request, the new one is refused: refusalInboundSlots,
+	// TestInboundSlots.)
+	mustDialFrom(t, "127.0.3.4", addr)
+	require.True(t, closedByPeer(second))
+	require.True(t, warned(refusalInboundIdle))
 
 	// Three seeds that never answer: two exchanges hold the outbound
 	// slots, the third is refused.
@@ -602,7 +644,8 @@ func TestStreamRefusalsAreLogged(t *testing.T) {
 	st := m.Stats()
 	require.Equal(t, uint64(1), st.StreamsTooLarge, "%+v", st)
 	require.Equal(t, uint64(2), st.StreamsRefusedPerSource, "%+v", st)
-	require.Equal(t, uint64(2), st.StreamsRefused, "one each way: %+v", st)
+	require.Equal(t, uint64(1), st.StreamsRefused, "outbound: %+v", st)
+	require.Equal(t, uint64(1), st.StreamsTimedOut, "the idle stream: %+v", st)
 }
 
 // TestNetTransportLogsRefusedStreams: a stream accepted while the Streams

@@ -180,7 +180,7 @@ var statSpecs = []statSpec{
 	{field: "RefusedTLS", name: "traffic_refused_total", reason: "tls"},
 
 	// Streams refused or closed, by the limit that did it.
-	{field: "StreamsRefused", name: "streams_refused_total", reason: "slots", help: "TCP streams refused or closed, by the limit that did it: slots (MaxConcurrentStreams in flight in that direction), per_source (inbound, the source held MaxStreamsPerSource, or gave up its slot to one under it), timed_out (inbound, the request did not arrive in time), too_large (a message announced over MaxStreamBytes), over_budget (inbound, the requests being read held 4 times MaxStreamBytes)."},
+	{field: "StreamsRefused", name: "streams_refused_total", reason: "slots", help: "TCP streams refused or closed, by the limit that did it: slots (MaxConcurrentStreams in flight in that direction), per_source (inbound, the source held MaxStreamsPerSource, or gave up its slot to one under it), timed_out (inbound, the request did not arrive in time, or a stream without one gave its slot to a new one), too_large (a message announced over MaxStreamBytes), over_budget (inbound, the requests being read held 4 times MaxStreamBytes)."},
 	{field: "StreamsRefusedPerSource", name: "streams_refused_total", reason: "per_source"},
 	{field: "StreamsTimedOut", name: "streams_refused_total", reason: "timed_out"},
 	{field: "StreamsTooLarge", name: "streams_refused_total", reason: "too_large"},
