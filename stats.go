@@ -132,14 +132,15 @@ type TreeStats struct {
 // BroadcastStats counts the applications' broadcasts (Broadcast) and
 // their queue. Part of Stats.
 type BroadcastStats struct {
-	Queued     uint64 // Broadcast calls
-	Delivered  uint64 // others' broadcasts received for the first time
-	Duplicate  uint64 // ... received again (or too late to tell), not delivered
-	Refused    uint64 // from one origin more than MaxMembers origins are tracked
-	Stale      uint64 // keyed broadcasts older than the value of their key delivered here: neither delivered nor passed on
-	Dropped    uint64 // queue over QueueLimit or QueueBytes
-	QueueLen   int    // broadcasts waiting now (a gauge)
-	QueueBytes int    // their bytes (a gauge)
+	Queued      uint64 // Broadcast calls
+	Delivered   uint64 // others' broadcasts received for the first time
+	Duplicate   uint64 // ... received again (or too late to tell), not delivered
+	Refused     uint64 // from one origin more than MaxMembers origins are tracked
+	Stale       uint64 // keyed broadcasts older than the value of their key delivered here: neither delivered nor passed on
+	Implausible uint64 // at an epoch their origin cannot have sent (before its process started, an hour past this member's clock): dropped
+	Dropped     uint64 // queue over QueueLimit or QueueBytes
+	QueueLen    int    // broadcasts waiting now (a gauge)
+	QueueBytes  int    // their bytes (a gauge)
 }
 
 // MessageStats counts the applications' direct messages (SendBestEffort,

@@ -44,6 +44,17 @@ func (v *treeView) Alive(id uint32) bool {
 
 func (v *treeView) Member(name string) bool { return (*Machine)(v).lookup(name) != nil }
 
+// Epoch is where the broadcasts of the member called name start: its
+// life's start, in milliseconds (newLife, epochOf).
+func (v *treeView) Epoch(name string) (uint64, bool) {
+	m := (*Machine)(v)
+	s := m.lookup(name)
+	if s == nil || m.lifeOf(s) == 0 {
+		return 0, false
+	}
+	return m.lifeOf(s) >> 16, true
+}
+
 func (v *treeView) Eligible(f func(id uint32)) {
 	m := (*Machine)(v)
 	m.ring.each(func(id uint32) {

@@ -321,6 +321,9 @@ func (m *Machine) handleBroadcast(now time.Time, sender *memberState, msg *wire.
 	case plumtree.Stale:
 		m.stats.Broadcasts.Stale++
 		return
+	case plumtree.Implausible:
+		m.stats.Broadcasts.Implausible++
+		return
 	case plumtree.Own:
 		return
 	}

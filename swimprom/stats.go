@@ -104,6 +104,7 @@ var statSpecs = []statSpec{
 	{field: "Broadcasts.QueueLen", name: "user_broadcast_queue_length", help: "Application broadcasts waiting to be sent or relayed."},
 	{field: "Broadcasts.QueueBytes", name: "user_broadcast_queue_bytes", help: "Bytes of the application broadcasts waiting to be sent or relayed."},
 	{field: "Broadcasts.Stale", name: "user_broadcasts_stale_total", help: "Keyed application broadcasts older than the value of their key already delivered: neither delivered nor passed on."},
+	{field: "Broadcasts.Implausible", name: "user_broadcasts_implausible_total", help: "Application broadcasts at an epoch their origin cannot have sent (before its process started, an hour past this member's clock): dropped."},
 	{field: "Trees.PushesSent", name: "tree_pushes_sent_total", help: "Application broadcasts pushed to a neighbor over an eager tree link."},
 	{field: "Trees.PushesDropped", name: "tree_pushes_dropped_total", help: "Pushes dropped from a tree link's full queue (the newest of the link's noisiest origin)."},
 	{field: "Trees.Redundant", name: "tree_redundant_total", help: "Application broadcasts received again over a tree link: the redundant receptions the trees prune away."},

@@ -52,3 +52,38 @@ func TestSeenWindows(t *testing.T) {
 	require.False(t, ws.mark(200, 1))
 	require.False(t, ws.mark(50, 1))
 }
+
+// Pinned to the origin's first epoch, the windows keep it whatever later
+// epochs claim: two forged far-later epochs took both unpinned windows,
+// and every real broadcast after them was taken as seen.
+func TestSeenWindowsPinned(t *testing.T) {
+	var unpinned seenWindows
+	require.True(t, unpinned.mark(100, 1))
+	require.True(t, unpinned.mark(^uint64(0), 1))
+	require.True(t, unpinned.mark(^uint64(0)-1, 1))
+	require.False(t, unpinned.mark(100, 2), "unpinned, two forged epochs silence the real one")
+
+	var ws seenWindows
+	require.True(t, ws.mark(100, 1))
+	ws.pin(100)
+	require.False(t, ws.mark(100, 1), "pinning keeps what the window held")
+	require.True(t, ws.mark(^uint64(0), 1))
+	require.False(t, ws.mark(^uint64(0)-1, 5), "older than the latest other epoch")
+	require.True(t, ws.mark(100, 2), "the first epoch keeps its window")
+	require.False(t, ws.mark(100, 2))
+
+	// Pinned before anything was seen, and after the pinned epoch moved
+	// to the later slot.
+	var fresh seenWindows
+	fresh.pin(7)
+	require.True(t, fresh.mark(7, 1))
+	require.True(t, fresh.mark(9, 1))
+	require.True(t, fresh.mark(7, 2))
+	var moved seenWindows
+	require.True(t, moved.mark(5, 1))
+	require.True(t, moved.mark(7, 1))
+	moved.pin(7)
+	require.False(t, moved.mark(7, 1))
+	require.True(t, moved.mark(8, 1))
+	require.True(t, moved.mark(7, 2))
+}

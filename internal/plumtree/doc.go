@@ -54,9 +54,13 @@
 // which also ride on any packet that goes to the neighbor meanwhile,
 // Piggyback), and go in as few packets as hold them.
 //
-// The receive rule. Each origin's delivered broadcasts are remembered in
-// windows of its two latest epochs (a forged far-later epoch cannot
-// silence its real ones); past a window, the broadcasts retained tell. A
+// The receive rule. An origin's epochs start at its process's start (the
+// View's Epoch): one before it, or over an hour past this member's clock,
+// is Implausible. Each origin's delivered broadcasts are remembered in two
+// windows: its first epoch's, kept for good once known, and its latest
+// other (unknown, its two latest), so that broadcasts forged at far-later
+// epochs cannot silence its real ones; past a window, the broadcasts
+// retained tell. A
 // keyed broadcast older than the value of its key delivered is stale: no
 // member delivers an older value of a key after a newer one.
 //

@@ -100,6 +100,10 @@ type View interface {
 	// Eligible calls f with each member that may be a neighbor (another
 	// live member on the trees), in the table's ring order.
 	Eligible(f func(peer uint32))
+	// Epoch is the epoch the broadcasts of the origin called name start
+	// at in its current process (its life's start), ok false when it is
+	// not known (no such member, or one whose release predates lives).
+	Epoch(name string) (epoch uint64, ok bool)
 }
 
 // From is the member a tree message came from, as the Machine judged it:
@@ -151,6 +155,7 @@ type Stats struct {
 	GraftsUnknown         uint64 // asked for, not retained here: nothing sent
 	GraftsAbandoned       uint64 // announced broadcasts never received after GraftTries grafts
 	Refused               uint64 // tree messages from no member that may send them, or announcements over the bound
+	Implausible           uint64 // broadcasts at an epoch their origin cannot have sent (before its start, past this member's clock)
 	StateForgotten        uint64 // bookkeeping past its bound
 	EncodeErrors          uint64 // frames that did not encode (a bug)
 	Peers                 int    // neighbors now

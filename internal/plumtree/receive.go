@@ -21,6 +21,9 @@ const (
 	// Stale: a keyed broadcast older than the value of its key
 	// delivered here.
 	Stale
+	// Implausible: an epoch its origin cannot have sent, before its
+	// process started or past this member's clock (maxEpochLead).
+	Implausible
 	// Fresh: to be delivered and passed on (Forward).
 	Fresh
 )
@@ -30,6 +33,12 @@ type keyMark struct {
 	epoch uint64
 	seq   uint32
 }
+
+// maxEpochLead is how far past this member's clock an origin's epoch may
+// lie: an origin starts a later epoch only when its sequence numbers run
+// out (2^32 broadcasts), at its own clock's millisecond, and clocks agree
+// within far less than this.
+const maxEpochLead = time.Hour
 
 func (k keyMark) before(epoch uint64, seq uint32) bool {
 	return k.epoch < epoch || k.epoch == epoch && k.seq < seq
@@ -48,6 +57,16 @@ func (t *Tree) Receive(now time.Time, from From, msg *wire.Broadcast) Verdict {
 		}
 		return Own
 	}
+	// An origin's epochs are bounded by what it could have sent: from
+	// its process's start, its first epoch, to this member's clock; and
+	// the window of that first epoch is kept whatever later epochs come
+	// (seenWindows), so that broadcasts forged at far-later epochs take
+	// no real one's place.
+	home, known := t.view.Epoch(msg.Origin)
+	if known && (msg.Epoch < home || msg.Epoch > home && msg.Epoch > uint64(max(now.Add(maxEpochLead).UnixMilli(), 0))) {
+		t.stats.Implausible++
+		return Implausible
+	}
 	w := t.seen[msg.Origin]
 	if w == nil {
 		if len(t.seen) >= t.cfg.MaxOrigins && !t.evictSeen() {
@@ -55,6 +74,9 @@ func (t *Tree) Receive(now time.Time, from From, msg *wire.Broadcast) Verdict {
 		}
 		w = &seenWindows{}
 		t.seen[msg.Origin] = w
+	}
+	if known {
+		w.pin(home)
 	}
 	var fresh bool
 	if t.cfg.On && w.behind(msg.Epoch, msg.Seq) {

@@ -111,6 +111,7 @@ func (w *world) Alive(id uint32) bool {
 func (w *world) Member(name string) bool {
 	return slices.ContainsFunc(w.members, func(m member) bool { return m.name == name })
 }
+func (w *world) Epoch(string) (uint64, bool) { return 0, false }
 func (w *world) Eligible(f func(id uint32)) {
 	for id := range w.members[1:] {
 		if w.Live(uint32(id + 1)) {

@@ -12,12 +12,37 @@ type seenWindow struct {
 
 const seenSpan = 256
 
-// seenWindows keeps the windows of an origin's two latest epochs. Two, not
-// one: a single forged broadcast claiming a far later epoch then cannot
-// silence the origin's real ones, which keep their window; it takes the
-// origin's next restart (a newer real epoch) to replace the older window.
+// seenWindows keeps the windows of two of an origin's epochs: its two
+// latest, or, once the origin's first epoch is known (pin), that one and
+// its latest other. A single forged broadcast claiming a far later epoch
+// cannot silence the origin's real ones: unpinned they keep the second
+// window, pinned their window is never given up.
 type seenWindows struct {
-	w [2]seenWindow // w[0] the later epoch
+	w      [2]seenWindow // w[0] the later epoch, or the latest other than the pinned
+	pinned bool          // w[1] is the origin's first epoch's, kept
+}
+
+// pin keeps the window of epoch home, the origin's first, for good: it
+// becomes w[1] (from w[0] if that held it), and whatever was there is
+// forgotten if it was not later.
+func (ws *seenWindows) pin(home uint64) {
+	if ws.pinned && ws.w[1].epoch == home {
+		return
+	}
+	switch {
+	case ws.w[1].epoch == home:
+	case ws.w[0].epoch == home:
+		ws.w[1], ws.w[0] = ws.w[0], ws.w[1]
+		if ws.w[0].epoch < home {
+			ws.w[0] = seenWindow{}
+		}
+	default:
+		if ws.w[1].epoch > ws.w[0].epoch {
+			ws.w[0] = ws.w[1]
+		}
+		ws.w[1] = seenWindow{epoch: home}
+	}
+	ws.pinned = true
 }
 
 // mark records the broadcast (epoch, seq) and reports whether it is new.
@@ -27,6 +52,12 @@ func (ws *seenWindows) mark(epoch uint64, seq uint32) bool {
 		return ws.w[0].mark(seq)
 	case epoch == ws.w[1].epoch:
 		return ws.w[1].mark(seq)
+	case ws.pinned:
+		if epoch < ws.w[0].epoch {
+			return false // older than the latest other epoch
+		}
+		ws.w[0] = seenWindow{epoch: epoch}
+		return ws.w[0].mark(seq)
 	case epoch > ws.w[0].epoch:
 		ws.w[1] = ws.w[0]
 		ws.w[0] = seenWindow{epoch: epoch}

@@ -205,3 +205,35 @@ func TestRepeatAccusationsWait(t *testing.T) {
 		})
 	}
 }
+
+// TestOriginCannotBeSilenced: two broadcasts forged in a member's name at
+// the two highest epochs, sent to every member, took both windows of that
+// origin's delivered broadcasts, so that none of its next 300 broadcasts
+// was delivered, for good. An origin's epochs start at its life's start,
+// and its window of that epoch is kept whatever later epochs claim; an
+// epoch before its life or after the receiver's clock is implausible.
+func TestOriginCannotBeSilenced(t *testing.T) {
+	const n = 16
+	l := newTreeLoad()
+	s := newScenarioWith(t, Options{Seed: 51, NodeFactory: MachineFactory(lanConfig), OnMessage: l.onMessage}, n, true)
+	l.s = s
+	require.True(t, s.RunUntil(s.converged, time.Minute))
+	s.Run(5 * time.Second)
+	origin, forger := s.names[3], s.names[7]
+	for _, epoch := range []uint64{^uint64(0), ^uint64(0) - 1} {
+		forged := &wire.Broadcast{Origin: origin, Epoch: epoch, Seq: 1, Payload: []byte("forged")}
+		for _, o := range without(s.names, origin, forger) {
+			s.inject(o, forger, forged)
+		}
+	}
+	s.Run(time.Second)
+	l.run(t, []string{origin}, 30, 10*time.Second)
+	s.Run(5 * time.Second)
+	l.check(t)
+	require.GreaterOrEqual(t, len(l.sentAt), 300)
+	var implausible uint64
+	for _, o := range without(s.names, origin, forger) {
+		implausible += s.machine(o).Stats().Broadcasts.Implausible
+	}
+	require.Positive(t, implausible, "the forged epochs are counted")
+}
