@@ -260,3 +260,34 @@ func TestAttackIncarnationRatchet(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackVersionDowngrade: one alive forged for a member at its held
+// incarnation and life, announcing protocol 1, made every member take it
+// for a member of an old release (on real sockets it then got no
+// broadcast over the trees, and paired heartbeats fell from 272 to 63). A
+// member's versions are its own word: within a life, versions other than
+// those held are taken only from its own address or under its signature;
+// the rest keep the held ones (VersionsRefused). At a higher incarnation
+// (a forged refutation) likewise.
+func TestAttackVersionDowngrade(t *testing.T) {
+	h := newMT(t, mtConfig())
+	h.joinLivePeers(4)
+	held, _ := h.m.Member(mtPeer(1))
+	old := wire.Versions{ProtocolMin: 1, ProtocolMax: 1}
+	for i, inc := range []uint64{1, 2} {
+		a := lifeAlive(1, mtLife(1, 0), mtPeerAddr(1), inc)
+		a.Versions = old
+		h.feed(mtPeerAddr(2), a) // relayed by another member
+		h.ready()
+		mb, _ := h.m.Member(mtPeer(1))
+		require.Equal(t, held.Versions, mb.Versions, "downgraded by another's word")
+		require.Equal(t, uint64(i+1), h.m.Stats().VersionsRefused)
+	}
+	// From the member's own address: its word.
+	a := lifeAlive(1, mtLife(1, 0), mtPeerAddr(1), 3)
+	a.Versions = old
+	h.feed(mtPeerAddr(1), a)
+	h.ready()
+	mb, _ := h.m.Member(mtPeer(1))
+	require.Equal(t, uint8(1), mb.Versions.ProtocolMax)
+}

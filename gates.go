@@ -105,6 +105,7 @@ func init() {
 		{"signature", "with signatures on, not the word of the key its name is bound to: dropped, counted; unsolicited, verified only within its source's budget (Claims.OverBudget), and from a stranger only when it is the member's own word (Claims.FromStrangers), a member not known left to \"newcomer\"", (*Machine).gateAliveSignature},
 		{"key binding", "a signed copy of what is held, for a name bound to no key yet: the key bound, the claim passed on", (*Machine).gateBindsKey},
 		{"other life", "a held member at another life: a restart, a second process or a forgery, checked at its address first; an address that does not decode dropped, counted (PacketsDropped)", (*Machine).gateOtherLife},
+		{"versions word", "a held member's life with other versions than held, not its own word (from its address, or signed): the held versions kept, counted (VersionsRefused)", (*Machine).gateVersionsWord},
 		{"versions", "the held incarnation, with versions or a life the held entry lacks: learned, and the claim goes no further", (*Machine).gateVersions},
 		{"stale", "what is held takes precedence, or the incarnation is implausibly far ahead (counted, DeltasImplausible): dropped", (*Machine).gateAliveStale},
 		{"address", "an address that does not decode: dropped, counted (PacketsDropped)", (*Machine).gateAddress},
@@ -231,6 +232,21 @@ func (m *Machine) gateOtherLife(c *aliveClaim) bool {
 		m.stats.PacketsDropped++
 	}
 	return true
+}
+
+func (m *Machine) gateVersionsWord(c *aliveClaim) bool {
+	s, a := c.s, c.a
+	if s == nil || a.Versions == (wire.Versions{}) || a.Versions == m.versionsOf(s) || m.lifeOf(s) == 0 || a.Life != m.lifeOf(s) {
+		return false
+	}
+	// A process's versions are fixed for its life (Config); a claim of
+	// others for the same life is no one's but the member's to make.
+	if m.signing() && len(a.Sig) > 0 || ownNews(c.o, a.Name, m.addrOf(s)) {
+		return false
+	}
+	m.stats.VersionsRefused++
+	a.Versions = m.versionsOf(s)
+	return false
 }
 
 func (m *Machine) gateVersions(c *aliveClaim) bool {

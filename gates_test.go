@@ -23,7 +23,7 @@ func TestGateOrder(t *testing.T) {
 	got := fmt.Sprintf("alive: %s\nsuspect: %s\ndead: %s\n",
 		gateNames(aliveGates), gateNames(suspectGates), gateNames(deadGates))
 	t.Log("\n" + got)
-	want := "alive: size, own life, own name, news, signature, key binding, other life, versions, stale, address, " +
+	want := "alive: size, own life, own name, news, signature, key binding, other life, versions word, versions, stale, address, " +
 		"name text, tombstone, capacity, newcomer, admit, move, admit change\n" +
 		"suspect: own name, other life, echo, older than alive, unknown, stale, repeat, signature\n" +
 		"dead: own name, other life, echo, unknown, stale, signature, member's word\n"

@@ -26,6 +26,7 @@ type Stats struct {
 	EncodeErrors                 uint64 // own messages that did not encode (a bug; dropped, not sent)
 	MembersRefused               uint64 // new members not added: the table held MaxMembers, or a shared Registry its most versions
 	DeltasImplausible            uint64 // incarnations beyond MaxIncarnationJump of what is known, dropped
+	VersionsRefused              uint64 // alives claiming other versions for a member's life, not its own word: the held versions kept
 	AcksRefused                  uint64 // acks and nacks from an address that was not asked
 	PushPullsRefused             uint64 // push-pulls over MaxMembers, or over the merges in progress
 	DeltasStale                  uint64 // news of a forgotten member no newer than its tombstone (a replay), dropped

@@ -37,6 +37,7 @@ var statSpecs = []statSpec{
 	// Defences of the member table.
 	{field: "MembersRefused", name: "members_refused_total", help: "New members not added because the table held MaxMembers, or a Registry shared by Machines its most member versions."},
 	{field: "DeltasImplausible", name: "deltas_implausible_total", help: "Deltas whose incarnation lay more than MaxIncarnationJump beyond the one known, dropped as forgeries."},
+	{field: "VersionsRefused", name: "versions_refused_total", help: "Alives claiming other versions for a member's life, not its own word: the held versions kept."},
 	{field: "AcksRefused", name: "acks_refused_total", help: "Acks and nacks from an address that was not asked."},
 	{field: "PushPullsRefused", name: "push_pulls_refused_total", help: "Push-pulls refused: announcing more than MaxMembers, or arriving while too many merges were in progress."},
 	{field: "DeltasStale", name: "deltas_stale_total", help: "News of a forgotten member no newer than its tombstone (a replay, or a rumor that outlived it), dropped."},
