@@ -44,23 +44,6 @@ const inboundBudgetStreams = 4
 // streams over their byte budget.
 var errOverBudget = errors.New("inbound streams' byte budget exhausted")
 
-// sourceNetwork is the network a stream's source address is counted in for
-// the inbound limits: its /24 for IPv4, its /64 for IPv6. A host usually
-// holds one address, but one attacker can hold many, and the addresses of
-// one network are cheap to it where those of many are not.
-func sourceNetwork(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	bits := 64
-	if a.Is4() {
-		bits = 24
-	}
-	p, err := a.Prefix(bits)
-	if err != nil {
-		return netip.Prefix{} // the zero address of a custom transport: one source
-	}
-	return p
-}
-
 // byteBudget is the bytes the inbound requests being read or handled hold
 // together, and per source network: the whole may hold total, one network
 // at most share. Bytes are taken as they arrive, not as a request's length

@@ -77,6 +77,10 @@ var vouched = teller{member: true}
 // packet) to be applied if the address answers.
 type pendingNewcomer struct {
 	alive wire.Alive
+	// datagram: announced by UDP (not a push-pull's TCP handshake), and
+	// counted so in newcomers.datagrams and byNetwork under network.
+	datagram bool
+	network  netip.Prefix
 	// held: the member's push-pull, merged once it was admitted, and
 	// the stream's address it came from
 	held     []byte
@@ -92,12 +96,26 @@ type newcomers struct {
 	// silent holds, for an address that did not answer a check, until
 	// when it is not checked again.
 	silent map[netip.AddrPort]time.Time
+	// datagrams counts the checks of announcements that came by UDP, and
+	// byNetwork those by source network (sourceNetwork).
+	datagrams int
+	byNetwork map[netip.Prefix]int
 }
 
 func (n *newcomers) init() {
 	n.byAddr = make(map[netip.AddrPort]*pendingNewcomer)
 	n.silent = make(map[netip.AddrPort]time.Time)
+	n.byNetwork = make(map[netip.Prefix]int)
 }
+
+// newcomerChecksPerNetwork bounds the checks in flight of announcements
+// that came by UDP from one source network, and maxNewcomerChecks/2 all of
+// them: a UDP source is easy to forge, and one that announced a member at
+// each of thousands of addresses (20,000 a second) kept every check taken,
+// so that real joiners through this member were refused. A joiner's own
+// push-pull took a TCP handshake from its host, and is checked in the
+// half left to streams.
+const newcomerChecksPerNetwork = 64
 
 // ownNews reports whether news of the member called name at addr, passed
 // on by o, is the member's own: it came from that address, or in a
@@ -134,7 +152,17 @@ func (m *Machine) checkNewcomer(now time.Time, a *wire.Alive, addr netip.AddrPor
 		m.stats.Admission.NewcomersRefused++
 		return
 	}
-	nc.byAddr[addr] = &pendingNewcomer{alive: cloneAlive(a)}
+	datagram := !o.stream
+	network := sourceNetwork(o.from.Addr())
+	if datagram && (nc.datagrams >= maxNewcomerChecks/2 || nc.byNetwork[network] >= newcomerChecksPerNetwork) {
+		m.stats.Admission.NewcomersRefused++
+		return
+	}
+	if datagram {
+		nc.datagrams++
+		nc.byNetwork[network]++
+	}
+	nc.byAddr[addr] = &pendingNewcomer{alive: cloneAlive(a), datagram: datagram, network: network}
 	m.stats.Admission.NewcomersChecked++
 	m.startAddrCheck(now, m.nextSeq(), addrCheck{kind: addrCheckNewcomer, addr: addr, name: a.Name, life: a.Life}, nil)
 }
@@ -183,6 +211,12 @@ func (m *Machine) endNewcomer(addr netip.AddrPort) *pendingNewcomer {
 	c := nc.byAddr[addr]
 	delete(nc.byAddr, addr)
 	nc.heldBytes -= len(c.held)
+	if c.datagram {
+		nc.datagrams--
+		if nc.byNetwork[c.network]--; nc.byNetwork[c.network] <= 0 {
+			delete(nc.byNetwork, c.network)
+		}
+	}
 	return c
 }
 

@@ -657,3 +657,21 @@ func (t *NetTransport) Stats() NetTransportStats {
 		AcceptErrors:    t.acceptErrors.Load(),
 	}
 }
+
+// sourceNetwork is the network a source address is counted in for the
+// limits per source (inbound streams, newcomer checks): its /24 for IPv4,
+// its /64 for IPv6. A host usually holds one address, but one attacker can
+// hold many, and the addresses of one network are cheap to it where those
+// of many are not.
+func sourceNetwork(a netip.Addr) netip.Prefix {
+	a = a.Unmap()
+	bits := 64
+	if a.Is4() {
+		bits = 24
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		return netip.Prefix{} // the zero address of a custom transport: one source
+	}
+	return p
+}
