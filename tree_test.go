@@ -412,8 +412,10 @@ func TestTreeRefusesStrangersAndBounds(t *testing.T) {
 	require.Empty(t, treeMsgs[*wire.Broadcast](out.Packets))
 	require.Equal(t, uint64(3), h.m.Stats().Trees.GraftsUnknown)
 
-	// Announcements without end: at most plumtree.MaxMissing remembered.
-	for i := range plumtree.MaxMissing/wire.MaxTreeIDs + 2 {
+	// Announcements without end from one member: at most
+	// plumtree.MaxMissingPerPeer remembered, the rest refused.
+	const rounds = plumtree.MaxMissing/wire.MaxTreeIDs + 2
+	for i := range rounds {
 		ids := make([]uint64, wire.MaxTreeIDs)
 		for j := range ids {
 			ids[j] = uint64(i*wire.MaxTreeIDs+j) + 1000
@@ -421,8 +423,8 @@ func TestTreeRefusesStrangersAndBounds(t *testing.T) {
 		h.feed(mtPeerAddr(4), &wire.IHave{IDs: ids})
 	}
 	st = h.m.Stats()
-	require.Equal(t, plumtree.MaxMissing, st.Trees.Missing)
-	require.Equal(t, uint64(3+2*wire.MaxTreeIDs), st.Trees.Refused)
+	require.Equal(t, plumtree.MaxMissingPerPeer, st.Trees.Missing)
+	require.Equal(t, uint64(3+rounds*wire.MaxTreeIDs-plumtree.MaxMissingPerPeer), st.Trees.Refused)
 }
 
 // A member of an older release gets broadcasts by gossip while the others

@@ -87,3 +87,35 @@ func TestSeenWindowsPinned(t *testing.T) {
 	require.True(t, moved.mark(8, 1))
 	require.True(t, moved.mark(7, 2))
 }
+
+// One neighbor (or a forger in its name) announcing ids nobody sent filled
+// every entry of the missing broadcasts, so that a broadcast another
+// neighbor announced, really missing, was refused and never grafted. One
+// neighbor's announcements hold at most MaxMissingPerPeer entries; the
+// rest are refused and counted, and another neighbor's are tracked.
+func TestAnnouncementFloodBounded(t *testing.T) {
+	w := &world{}
+	require.NoError(t, w.init(parseArgs([]string{"n=4"})))
+	flood := make([]uint64, 0, 3*MaxMissing)
+	for i := range 3 * MaxMissing {
+		flood = append(flood, uint64(i)+1<<40)
+	}
+	w.tree.IHave(w.now, From{ID: 1, OK: true}, flood)
+	require.Equal(t, MaxMissingPerPeer, len(w.tree.missing))
+	require.Equal(t, uint64(3*MaxMissing-MaxMissingPerPeer), w.tree.Stats().Refused)
+
+	real := ID("p3", 1, 1)
+	w.tree.IHave(w.now, From{ID: 2, OK: true}, []uint64{real})
+	require.Contains(t, w.tree.missing, real, "another neighbor's announcement is tracked")
+
+	// Entries abandoned give the neighbor its room back.
+	for id, mb := range w.tree.missing {
+		if mb.first == 1 {
+			mb.tries = GraftTries
+			w.tree.GraftDue(w.now, id)
+		}
+	}
+	require.Zero(t, w.tree.missingBy[1])
+	w.tree.IHave(w.now, From{ID: 1, OK: true}, flood[:10])
+	require.Equal(t, 10, w.tree.missingBy[1])
+}

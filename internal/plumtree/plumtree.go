@@ -179,8 +179,11 @@ type Tree struct {
 	fifoHead int
 	bytes    int // retained frames' bytes
 	missing  map[uint64]*missingBcast
-	keys     map[string]keyMark
-	byKey    map[string]*bcast // the retained value of each key
+	// missingBy counts the missing broadcasts each neighbor's
+	// announcements made (MaxMissingPerPeer).
+	missingBy map[uint32]int
+	keys      map[string]keyMark
+	byKey     map[string]*bcast // the retained value of each key
 	// firstOf is the identifier of the first broadcast of each origin
 	// this member received or made: the one that travelled the shared
 	// tree (bounded by maxKeys).
@@ -202,13 +205,14 @@ type Tree struct {
 func New(cfg Config, view View, self uint32) *Tree {
 	return &Tree{
 		cfg: cfg, view: view, self: self,
-		retained: make(map[uint64]*bcast),
-		missing:  make(map[uint64]*missingBcast),
-		keys:     make(map[string]keyMark),
-		byKey:    make(map[string]*bcast),
-		firstOf:  make(map[string]uint64),
-		via:      make(map[string]uint32),
-		seen:     make(map[string]*seenWindows),
+		retained:  make(map[uint64]*bcast),
+		missing:   make(map[uint64]*missingBcast),
+		missingBy: make(map[uint32]int),
+		keys:      make(map[string]keyMark),
+		byKey:     make(map[string]*bcast),
+		firstOf:   make(map[string]uint64),
+		via:       make(map[string]uint32),
+		seen:      make(map[string]*seenWindows),
 	}
 }
 

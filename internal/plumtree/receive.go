@@ -174,7 +174,9 @@ func (t *Tree) spread(now time.Time, from *peer, msg *wire.Broadcast, frame []by
 	if msg.Key != "" {
 		b.key = Key(msg)
 	}
-	delete(t.missing, b.id)
+	if mb := t.missing[b.id]; mb != nil {
+		t.forgetMissing(b.id, mb)
+	}
 	t.retain(now, b)
 	_, seen := t.firstOf[b.origin]
 	if from != nil && !seen {

@@ -293,6 +293,8 @@ func (v Verdict) String() string {
 		return "duplicate"
 	case Stale:
 		return "stale"
+	case Implausible:
+		return "implausible"
 	case Fresh:
 		return "fresh"
 	}
