@@ -72,6 +72,20 @@ func startIdleDialer(t *testing.T, from, addr string, n int) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
+// joinThroughFilledSlots starts a member that joins through victim, whose
+// slots idle streams fill, and requires the join to succeed and both to
+// see each other.
+func joinThroughFilledSlots(t *testing.T, victim *testMember, why string) {
+	t.Helper()
+	joiner := startMember(t, testConfig("joiner"))
+	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
+	defer cancel()
+	n, err := joiner.Join(ctx, victim.LocalMember().Addr.String())
+	require.NoError(t, err, why)
+	require.Equal(t, 1, n)
+	require.Eventually(t, func() bool { return victim.NumMembers() == 2 && joiner.NumMembers() == 2 }, formTimeout, pollEvery)
+}
+
 // inboundInUse is how many inbound stream slots ml has taken.
 func inboundInUse(ml *Memberlist) int { return ml.inStreams.inUse() }
 
@@ -88,13 +102,7 @@ func TestIdleStreamsDoNotKeepEverySlot(t *testing.T) {
 	require.Eventually(t, func() bool { return inboundInUse(victim.Memberlist) == slots },
 		formTimeout, pollEvery, "the attacker holds every slot")
 
-	joiner := startMember(t, testConfig("joiner"))
-	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
-	defer cancel()
-	n, err := joiner.Join(ctx, addr)
-	require.NoError(t, err, "join through a member whose slots an idle attacker fills")
-	require.Equal(t, 1, n)
-	require.Eventually(t, func() bool { return victim.NumMembers() == 2 && joiner.NumMembers() == 2 }, formTimeout, pollEvery)
+	joinThroughFilledSlots(t, victim, "join through a member whose slots an idle attacker fills")
 
 	require.Eventually(t, func() bool {
 		st := victim.Stats()
@@ -119,13 +127,7 @@ func TestIdleStreamsFromManyNetworks(t *testing.T) {
 	require.Eventually(t, func() bool { return inboundInUse(victim.Memberlist) == slots },
 		formTimeout, pollEvery, "the attacker holds every slot")
 
-	joiner := startMember(t, testConfig("joiner"))
-	ctx, cancel := context.WithTimeout(context.Background(), formTimeout)
-	defer cancel()
-	n, err := joiner.Join(ctx, addr)
-	require.NoError(t, err, "join through a member whose slots idle streams from many networks fill")
-	require.Equal(t, 1, n)
-	require.Eventually(t, func() bool { return victim.NumMembers() == 2 && joiner.NumMembers() == 2 }, formTimeout, pollEvery)
+	joinThroughFilledSlots(t, victim, "join through a member whose slots idle streams from many networks fill")
 	require.Positive(t, victim.Stats().StreamsTimedOut, "the idle streams evicted are counted")
 }
 

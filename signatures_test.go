@@ -413,14 +413,8 @@ func TestCertificateJoinRefusedAtTheSeed(t *testing.T) {
 	seed, err := NewMachine(certified("seed", 1, root, trusted, mtStart.Add(24*time.Hour)), mtSeedAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
 	require.NoError(t, err)
 	join := func(cfg *Config, at time.Time) error {
-		j, err := NewMachine(cfg, mtSelfAddr, rand.New(rand.NewPCG(3, 4)), mtStart)
-		require.NoError(t, err)
-		ids := j.Join(at, []netip.AddrPort{mtSeedAddr})
-		require.Len(t, ids, 1)
-		req := j.Ready().Streams[0]
-		reply, err := seed.HandleStream(at, mtSelfAddr, req.Data)
-		require.NoError(t, err)
-		return j.HandleStreamResponse(at, ids[0], reply, nil)
+		_, err := joinSeed(t, seed, cfg, at)
+		return err
 	}
 	err = join(certified("soon", 2, root, trusted, mtStart.Add(time.Hour)), mtStart.Add(2*time.Hour))
 	require.ErrorIs(t, err, ErrJoinRefused)
@@ -518,6 +512,21 @@ func TestPushPullProofsWhereNeeded(t *testing.T) {
 	require.Equal(t, before.Claims.Unsigned, h.m.Stats().Claims.Unsigned)
 }
 
+// joinSeed starts a Machine of cfg at mtSelfAddr at mtStart that joins
+// through seed at mtSeedAddr at at, and returns it with the outcome of its
+// join.
+func joinSeed(t *testing.T, seed *Machine, cfg *Config, at time.Time) (*Machine, error) {
+	t.Helper()
+	j, err := NewMachine(cfg, mtSelfAddr, rand.New(rand.NewPCG(3, 4)), mtStart)
+	require.NoError(t, err)
+	ids := j.Join(at, []netip.AddrPort{mtSeedAddr})
+	require.Len(t, ids, 1)
+	req := j.Ready().Streams[0]
+	reply, err := seed.HandleStream(at, mtSelfAddr, req.Data)
+	require.NoError(t, err)
+	return j, j.HandleStreamResponse(at, ids[0], reply, nil)
+}
+
 // A process that lost its key (a new identity under a name the seed holds
 // bound to another) is refused at the seed under trust on first use, and
 // its join says why; with the old identity it joins.
@@ -531,14 +540,8 @@ func TestJoinUnderAnotherKeyRefused(t *testing.T) {
 	seed, err := NewMachine(cfgOf("seed", 1), mtSeedAddr, rand.New(rand.NewPCG(1, 2)), mtStart)
 	require.NoError(t, err)
 	join := func(cfg *Config, at time.Time) error {
-		j, err := NewMachine(cfg, mtSelfAddr, rand.New(rand.NewPCG(3, 4)), at)
-		require.NoError(t, err)
-		ids := j.Join(at, []netip.AddrPort{mtSeedAddr})
-		require.Len(t, ids, 1)
-		req := j.Ready().Streams[0]
-		reply, err := seed.HandleStream(at, mtSelfAddr, req.Data)
-		require.NoError(t, err)
-		if err := j.HandleStreamResponse(at, ids[0], reply, nil); err != nil {
+		j, err := joinSeed(t, seed, cfg, at)
+		if err != nil {
 			return err
 		}
 		// The seed checks the newcomer at its address before it takes
